@@ -1,0 +1,1 @@
+"""Library half of the plugin: importable without registering anything in fairseq."""

@@ -1,0 +1,1 @@
+"""Command-line tools that turn raw corpora into fairseq binarized data."""
