@@ -1,0 +1,64 @@
+"""Source-side dataset wrappers for document -> summary training and inference.
+
+Documents are routinely longer than a model takes. :class:`PrefixTruncateDataset` puts an
+optional instruction prefix in front of every source and truncates what follows so that the
+whole fits ``max_len`` tokens, always keeping the final ``</s>``; :func:`count_overlong`
+reports how many examples were cut, so that nothing is shortened silently.
+
+    item:   d1 d2 d3 d4 d5 d6 </s>          (binarized source, 7 tokens)
+    prefix: p1 p2                            (instruction, already encoded)
+    max_len = 6  ->  p1 p2 d1 d2 d3 </s>
+"""
+
+import numpy as np
+import torch
+from fairseq.data import BaseWrapperDataset
+
+
+class PrefixTruncateDataset(BaseWrapperDataset):
+    """``prefix + item[:-1]`` cut to ``max_len - 1`` tokens, then ``eos``.
+
+    Args:
+        dataset: a dataset of 1-D LongTensors ending with ``eos``.
+        prefix: LongTensor of tokens put before every item (may be empty).
+        max_len: the longest output, prefix and ``eos`` included; ``None`` for no limit.
+        eos: the end-of-sentence index.
+    """
+
+    def __init__(self, dataset, prefix, max_len, eos):
+        super().__init__(dataset)
+        self.prefix = prefix.long()
+        self.max_len = max_len
+        self.eos = eos
+        if max_len is not None and len(self.prefix) + 1 >= max_len:
+            raise ValueError(
+                f"the instruction prefix has {len(self.prefix)} tokens, which leaves no room "
+                f"for the document in {max_len} source positions"
+            )
+        sizes = np.asarray(dataset.sizes) + len(self.prefix)
+        self._sizes = sizes if max_len is None else np.minimum(sizes, max_len)
+
+    def __getitem__(self, index):
+        item = self.dataset[index]
+        body = item[:-1] if len(item) > 0 and item[-1] == self.eos else item
+        if self.max_len is not None:
+            body = body[: self.max_len - len(self.prefix) - 1]
+        return torch.cat([self.prefix.to(item), body, item.new([self.eos])])  # (T,)
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+
+def count_overlong(sizes, max_len):
+    """``(count, longest)`` of the entries of ``sizes`` above ``max_len``."""
+    sizes = np.asarray(sizes)
+    if max_len is None or len(sizes) == 0:
+        return 0, int(sizes.max()) if len(sizes) else 0
+    return int((sizes > max_len).sum()), int(sizes.max())

@@ -1,0 +1,19 @@
+# Demo recipe: fairseq's own BART at a small size (bart_summ_small: 3+3 layers, 256 wide),
+# trained from scratch on ACLSum. Sourced by scripts/run_demo.sh; every variable can be
+# overridden from the environment.
+CORPUS="${CORPUS:-aclsum}"
+VOCAB_SIZE="${VOCAB_SIZE:-4000}"
+MAX_EPOCH="${MAX_EPOCH:-40}"
+TRAIN_ARGS=(
+    --task abstractive_summarization --arch "${ARCH:-bart_summ_small}"
+    --criterion label_smoothed_cross_entropy --label-smoothing 0.1
+    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
+    --lr-scheduler inverse_sqrt --warmup-updates 50
+    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    --max-tokens 8192 --max-source-positions 512 --max-target-positions 160
+)
+GEN_ARGS=(
+    --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
+    --max-len-b "${MAX_LEN_B:-140}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
+    --max-source-positions 512 --max-target-positions 160
+)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The main job: prepare ACLSum, train a summarizer with fairseq-train --user-dir user_dir,
+# generate the test set with fairseq-generate, score it with files2rouge and print a table
+# beside the LEAD-3 baseline.
+#
+#   bash scripts/run_demo.sh                    # MODEL=bart (the default)
+#   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
+#
+# MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
+# TRAIN_ARGS and GEN_ARGS). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${REPO}"
+MODEL="${MODEL:-bart}"
+RECIPE="scripts/demo/${MODEL}.sh"
+if [[ ! -f "${RECIPE}" ]]; then
+    echo "unknown MODEL=${MODEL}; choose one of: $(ls scripts/demo | sed 's/\.sh$//' | tr '\n' ' ')" >&2
+    exit 2
+fi
+
+bash scripts/setup_env.sh
+# shellcheck disable=SC1091
+source .venv/bin/activate
+# shellcheck disable=SC1090
+source "${RECIPE}"
+
+WORK="${WORK:-runs/demo-${MODEL}}"
+DATA="data/${CORPUS}"
+STOP_HOURS="${STOP_HOURS:-0.12}"
+mkdir -p "${WORK}"
+start=$(date +%s)
+
+echo "== [1/4] preparing ${CORPUS} (sentencepiece ${VOCAB_SIZE}) -> ${DATA}"
+if [[ ! -f "${DATA}/bin/dict.source.txt" && ! -f "${DATA}/bin/dict.txt" ]]; then
+    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA}" --vocab-size "${VOCAB_SIZE}"
+else
+    echo "   ${DATA}/bin exists: reusing it (delete it to rebuild)"
+fi
+
+echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h)"
+fairseq-train "${DATA}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
+    --max-epoch "${MAX_EPOCH}" --stop-time-hours "${STOP_HOURS}" \
+    --save-dir "${WORK}/checkpoints" --no-epoch-checkpoints \
+    --log-format simple --log-interval 10 --num-workers 0 --seed 1 \
+    2>&1 | tee "${WORK}/train.log" | grep -E "\| (train|valid) \||done training|truncated|longer than" || true
+[[ -f "${WORK}/checkpoints/checkpoint_best.pt" ]] || { echo "training failed: see ${WORK}/train.log" >&2; exit 1; }
+
+echo "== [3/4] fairseq-generate on the test set"
+fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
+    --gen-subset test --batch-size 16 --num-workers 0 "${GEN_ARGS[@]}" \
+    --bpe sentencepiece --sentencepiece-model "${DATA}/bin/spm.model" \
+    > "${WORK}/generate-test.txt"
+grep '^D-' "${WORK}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${WORK}/test.hyp"
+python -m fairseq_ext.rouge.lead --source "${DATA}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
+
+echo "== [4/4] files2rouge"
+files2rouge "${WORK}/test.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-${MODEL}.txt" > /dev/null
+files2rouge "${WORK}/lead3.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-lead3.txt" > /dev/null
+python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
+    | tee "${WORK}/results.md"
+echo "done in $(( $(date +%s) - start )) s; outputs in ${WORK}/"
