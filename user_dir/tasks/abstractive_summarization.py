@@ -22,7 +22,6 @@ from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
-from fairseq_ext.rouge import sentence_rouge
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
 
 logger = logging.getLogger(__name__)
@@ -186,6 +185,8 @@ class AbstractiveSummarizationTask(TranslationTask):
     def valid_step(self, sample, model, criterion):
         loss, sample_size, logging_output = super(TranslationTask, self).valid_step(sample, model, criterion)
         if self.cfg.eval_rouge:
+            from fairseq_ext.rouge import sentence_rouge
+
             hyps, refs = self._generate_for_rouge(sample, model)
             logging_output["_rouge_count"] = len(hyps)
             for key in ROUGE_KEYS:
