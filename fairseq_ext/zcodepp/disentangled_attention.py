@@ -1,0 +1,110 @@
+"""Disentangled self-attention (DeBERTa; Z-Code++ Section 2.2).
+
+Each token has a content vector ``H_i`` and each relative distance a position vector ``P_r``
+(one shared, LayerNormed table of ``2 * buckets`` rows for the whole encoder). The score of
+query ``i`` and key ``j`` is the sum of three terms, each scaled by ``1 / sqrt(3 d)``:
+
+    content-to-content   Q_i . K_j
+    content-to-position  Q_i . Kr_{bucket(i - j)}         (c2p)
+    position-to-content  K_j . Qr_{bucket(j - i)}         (p2c)
+
+with ``Kr = P W_k`` and ``Qr = P W_q``: the position keys and queries go through the content
+projections (DeBERTa-v3's ``share_att_key``), biases included. As in DeBERTa's public code, p2c
+gathers with ``-bucket(i - j)`` (the paper writes ``delta(j, i)``; the two agree because the
+buckets are odd-symmetric). Scores are summed in fp32 and the detached row maximum is subtracted
+before the masked softmax (DeBERTa's fp16 safety).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def masked_softmax(scores, key_padding_mask):
+    """Softmax over the last axis of ``scores`` (B, H, T, S) in fp32, ignoring padded keys.
+
+    ``key_padding_mask`` is (B, S), True at padding. The detached row maximum over the allowed
+    keys is subtracted first; a row with no allowed key gets all-zero weights (not NaN).
+    """
+    blocked = key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
+    scores = scores.float().masked_fill(blocked, torch.finfo(torch.float32).min)
+    scores = scores - scores.amax(dim=-1, keepdim=True).detach()
+    return torch.softmax(scores, dim=-1).masked_fill(blocked, 0.0)  # (B, H, T, S)
+
+
+def disentangled_scores(query, key, pos_query, pos_key, position_index):
+    """The three score terms of disentangled attention, summed in fp32.
+
+    Args:
+        query, key: (B, H, T, D) content queries and keys, already scaled by ``1/sqrt(3D)``
+            (query) and unscaled (key); see :class:`DisentangledSelfAttention`.
+        pos_query, pos_key: (H, 2S, D) projections of the relative table; ``pos_query`` is
+            scaled like ``query``.
+        position_index: (T, T) LongTensor, ``clamp(bucket(i - j) + S, 0, 2S - 1)``.
+
+    Returns:
+        (B, H, T, T) fp32 scores.
+    """
+    batch, heads, length, _ = query.shape
+    c2c = torch.matmul(query, key.transpose(-1, -2))  # (B, H, T, T)
+    c2p = torch.matmul(query, pos_key.transpose(-1, -2).unsqueeze(0))  # (B, H, T, 2S)
+    c2p = c2p.gather(-1, position_index.expand(batch, heads, length, length))  # (B, H, T, T)
+    # p2c: [j, i] of K Qr^T read at clamp(-bucket(j - i) + S) = index[i, j] (odd-symmetric buckets)
+    p2c = torch.matmul(key, pos_query.transpose(-1, -2).unsqueeze(0))  # (B, H, T, 2S)
+    p2c_index = position_index.transpose(0, 1).expand(batch, heads, length, length)
+    p2c = p2c.gather(-1, p2c_index).transpose(-1, -2)  # (B, H, T, T)
+    return c2c.float() + c2p.float() + p2c.float()
+
+
+class DisentangledSelfAttention(nn.Module):
+    """Multi-head disentangled self-attention over (B, T, C) inputs.
+
+    Args:
+        embed_dim: model width C.
+        num_heads: H; ``C % H == 0``.
+        dropout: dropout on the attention weights.
+    """
+
+    SCORE_TERMS = 3  # c2c + c2p + p2c: each term is scaled by 1/sqrt(3 d)
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0):
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = 1.0 / math.sqrt(self.head_dim * self.SCORE_TERMS)
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def _heads(self, x):
+        """(..., L, C) -> (..., H, L, D)."""
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
+
+    def forward(self, x, key_padding_mask, rel_embeddings, position_index):
+        """
+        Args:
+            x: (B, T, C) hidden states.
+            key_padding_mask: (B, T) True at padding.
+            rel_embeddings: (2S, C) relative position table, LayerNormed (and dropped out) by the
+                encoder.
+            position_index: (T, T) from :func:`~.relative_position.relative_position_index`.
+
+        Returns:
+            (B, T, C) attention output after the output projection.
+        """
+        query = self._heads(self.q_proj(x)) * self.scaling  # (B, H, T, D)
+        key = self._heads(self.k_proj(x))  # (B, H, T, D)
+        value = self._heads(self.v_proj(x))  # (B, H, T, D)
+        pos_query = self._heads(self.q_proj(rel_embeddings)) * self.scaling  # (H, 2S, D)
+        pos_key = self._heads(self.k_proj(rel_embeddings))  # (H, 2S, D)
+        scores = disentangled_scores(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
+        probs = self.dropout(masked_softmax(scores, key_padding_mask).to(value.dtype))
+        context = torch.matmul(probs, value)  # (B, H, T, D)
+        return self.out_proj(context.transpose(1, 2).flatten(2))  # (B, T, C)

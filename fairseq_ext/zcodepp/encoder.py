@@ -1,0 +1,129 @@
+"""The Z-Code++ encoder: disentangled attention (Section 2.2) and fusion-in-encoder (Section 2.3).
+
+A fairseq :class:`TransformerEncoderBase` whose layers use :class:`DisentangledSelfAttention`
+and one shared, LayerNormed relative-position table; there are no absolute positions (DeBERTa-v3
+``position_biased_input=False``), so any input length works. With ``fie_chunk_size > 0`` the
+first ``L - fie_global_layers`` layers are *local* (attention within chunks of
+``fie_chunk_size`` tokens) and the last ``fie_global_layers`` are *global*; local and global
+layers are ordinary layers of the same encoder, so a checkpoint trained without FiE is used
+with FiE as is (the paper initializes both from the encoder's weights).
+
+The configuration object is fairseq's ``TransformerConfig`` carrying four extra fields (see
+``user_dir/models/zcodepp.py``): ``rel_pos_buckets``, ``max_relative_positions``,
+``fie_chunk_size`` and ``fie_global_layers``.
+"""
+
+import torch
+from fairseq.models.transformer import TransformerEncoderBase
+from fairseq.modules import LayerNorm
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from torch import nn
+
+from .disentangled_attention import DisentangledSelfAttention
+from .fie import gather_time, merge_chunks, right_align, split_chunks
+from .relative_position import relative_position_index
+
+
+class DisentangledEncoderLayer(TransformerEncoderLayerBase):
+    """fairseq's encoder layer (post- or pre-LayerNorm, FFN) around disentangled attention.
+
+    Works on (B, T, C); takes the relative table and position index from the encoder.
+    """
+
+    def build_self_attention(self, embed_dim, cfg):
+        return DisentangledSelfAttention(embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout)
+
+    def forward(self, x, padding_mask, rel_embeddings, position_index):
+        """x (B, T, C), padding_mask (B, T) True at padding -> (B, T, C)."""
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x = self.self_attn(x, padding_mask, rel_embeddings, position_index)
+        x = residual + self.dropout_module(x)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+
+        residual = x
+        if self.normalize_before:
+            x = self.final_layer_norm(x)
+        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
+        x = residual + self.dropout_module(self.fc2(x))
+        if not self.normalize_before:
+            x = self.final_layer_norm(x)
+        return x
+
+
+class ZCodeEncoder(TransformerEncoderBase):
+    """Disentangled-attention encoder with optional fusion-in-encoder."""
+
+    def __init__(self, cfg, dictionary, embed_tokens):
+        super().__init__(cfg, dictionary, embed_tokens)
+        self.embed_positions = None  # relative positions only
+        if cfg.fie_chunk_size < 0:
+            raise ValueError(f"--fie-chunk-size must be >= 0 (0 = off), got {cfg.fie_chunk_size}")
+        if cfg.fie_chunk_size and not 0 <= cfg.fie_global_layers <= cfg.encoder.layers:
+            raise ValueError(
+                f"--fie-global-layers ({cfg.fie_global_layers}) must be between 0 and the encoder's "
+                f"{cfg.encoder.layers} layers"
+            )
+        self.rel_pos_buckets = cfg.rel_pos_buckets
+        self.max_relative_positions = cfg.max_relative_positions
+        self.fie_chunk_size = cfg.fie_chunk_size
+        self.fie_global_layers = cfg.fie_global_layers
+        embed_dim = embed_tokens.embedding_dim
+        self.rel_embeddings = nn.Embedding(2 * cfg.rel_pos_buckets, embed_dim)  # (2S, C)
+        self.rel_layer_norm = LayerNorm(embed_dim, export=cfg.export)
+
+    def build_encoder_layer(self, cfg):
+        return DisentangledEncoderLayer(cfg)
+
+    @property
+    def num_local_layers(self):
+        return self.num_layers - self.fie_global_layers if self.fie_chunk_size else 0
+
+    def _position_index(self, length, device):
+        return relative_position_index(length, self.rel_pos_buckets, self.max_relative_positions, device)
+
+    def _local(self, layer, x, padding_mask, rel_embeddings):
+        """One local FiE layer: attention within chunks of right-aligned ``x`` (B, T, C)."""
+        batch, length, _ = x.shape
+        chunk_size = min(self.fie_chunk_size, length)
+        chunks, chunk_padding, keep = split_chunks(x, padding_mask, chunk_size)  # (N, l, C)
+        index = self._position_index(chunk_size, x.device)
+        chunks = layer(chunks, chunk_padding, rel_embeddings, index)
+        return merge_chunks(chunks, keep, batch, length)  # (B, T, C)
+
+    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None):
+        """Same contract as fairseq's encoder: ``encoder_out`` is (T, B, C)."""
+        padding_mask = src_tokens.eq(self.padding_idx)  # (B, T)
+        x, embedding = self.forward_embedding(src_tokens, token_embeddings)  # (B, T, C)
+        x = x.masked_fill(padding_mask.unsqueeze(-1), 0.0)
+        order, inverse = right_align(padding_mask)
+        x = gather_time(x, order)  # (B, T, C), real tokens first
+        aligned_padding = padding_mask.gather(1, order)  # (B, T)
+        rel_embeddings = self.dropout_module(self.rel_layer_norm(self.rel_embeddings.weight))  # (2S, C)
+        global_index = None
+
+        states = []
+        for i, layer in enumerate(self.layers):
+            if i < self.num_local_layers:
+                x = self._local(layer, x, aligned_padding, rel_embeddings)
+            else:
+                if global_index is None:
+                    global_index = self._position_index(x.size(1), x.device)  # (T, T)
+                x = layer(x, aligned_padding, rel_embeddings, global_index)
+            if return_all_hiddens:
+                states.append(gather_time(x, inverse).transpose(0, 1))  # (T, B, C)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        x = gather_time(x, inverse).transpose(0, 1)  # (T, B, C), the caller's layout
+
+        return {
+            "encoder_out": [x],
+            "encoder_padding_mask": [padding_mask],
+            "encoder_embedding": [embedding],
+            "encoder_states": states,
+            "fc_results": [],
+            "src_tokens": [],
+            "src_lengths": [src_lengths] if src_lengths is not None else [],
+        }

@@ -1,0 +1,171 @@
+"""``zcodepp``: Z-Code++ (He et al., 2022), an encoder-decoder for abstractive summarization.
+
+The encoder uses disentangled attention with log-bucketed relative positions and, with
+``--fie-chunk-size``, fusion-in-encoder; the decoder is fairseq's standard Transformer decoder.
+All embeddings are shared (joined dictionary). With ``--generator-layers N`` (6 in the paper)
+the model also holds the phase-one pre-training parts: an MLM generator, the RTD head and
+gradient-disentangled embedding sharing (encoder/decoder embeddings = sg(generator's) + delta).
+Loading such a checkpoint into a model without a generator folds the delta in and drops the
+generator (the paper's export step), so phase two and fine-tuning start from
+``--finetune-from-model PHASE1.pt`` directly. Building blocks: ``fairseq_ext/zcodepp``.
+"""
+
+import copy
+import logging
+from dataclasses import asdict, dataclass, field
+
+from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerModel
+from fairseq.models.transformer.transformer_legacy import base_architecture
+
+from fairseq_ext.zcodepp.encoder import ZCodeEncoder
+from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
+from fairseq_ext.zcodepp.heads import Generator, MLMHead, RTDHead
+
+logger = logging.getLogger(__name__)
+
+EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight")
+
+
+@dataclass
+class ZCodeppConfig(FairseqDataclass):
+    """What Z-Code++ adds to fairseq's Transformer options."""
+
+    rel_pos_buckets: int = field(
+        default=256, metadata={"help": "relative position buckets S (table of 2S rows); DeBERTa-v3: 256"}
+    )
+    max_relative_positions: int = field(
+        default=512, metadata={"help": "distance that maps to the last log bucket; DeBERTa-v3: 512"}
+    )
+    fie_chunk_size: int = field(
+        default=0, metadata={"help": "fusion-in-encoder chunk size l for the local layers (256 or 512 in "
+                             "the paper); 0 = plain encoder"}
+    )
+    fie_global_layers: int = field(
+        default=1, metadata={"help": "number n of global (fusion) layers at the top of the encoder when "
+                             "FiE is on; the paper uses the last layer"}
+    )
+    generator_layers: int = field(
+        default=0, metadata={"help": "layers of the MLM generator for phase-one pre-training (6 in the "
+                             "paper); 0 = no generator (phase two, fine-tuning, generation)"}
+    )
+
+
+@register_model("zcodepp")
+class ZCodeppModel(TransformerModel):
+    """Disentangled-attention (FiE) encoder + standard decoder; optional pre-training parts."""
+
+    def __init__(self, args, encoder, decoder, generator=None, rtd_head=None):
+        super().__init__(args, encoder, decoder)
+        self.generator = generator
+        self.rtd_head = rtd_head
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        gen_parser_from_dataclass(parser, ZCodeppConfig(), delete_default=True)
+
+    @classmethod
+    def build_model(cls, args, task):
+        zcodepp_base_architecture(args)
+        if task.source_dictionary != task.target_dictionary or not args.share_all_embeddings:
+            raise ValueError("zcodepp shares all embeddings: it needs one joined dictionary "
+                             "(dict.source.txt == dict.target.txt) and --share-all-embeddings")
+        if args.generator_layers < 0:
+            raise ValueError(f"--generator-layers must be >= 0, got {args.generator_layers}")
+        cfg = TransformerConfig.from_namespace(args)
+        dictionary = task.source_dictionary
+        embed_dim = cfg.encoder.embed_dim
+        generator = rtd_head = output_projection = None
+        if args.generator_layers > 0:
+            generator_embed = cls.build_embedding(cfg, dictionary, embed_dim)
+            generator_cfg = copy.deepcopy(cfg)
+            generator_cfg.encoder.layers = args.generator_layers
+            generator_cfg.fie_chunk_size = 0
+            generator = Generator(
+                ZCodeEncoder(generator_cfg, dictionary, generator_embed), MLMHead(embed_dim, len(dictionary))
+            )
+            embed = GDESEmbedding(generator_embed)
+            output_projection = TiedOutputProjection(embed)
+            rtd_head = RTDHead(embed_dim)
+        else:
+            embed = cls.build_embedding(cfg, dictionary, embed_dim)
+        encoder = ZCodeEncoder(cfg, dictionary, embed)
+        decoder = TransformerDecoderBase(cfg, dictionary, embed, output_projection=output_projection)
+        return cls(args, encoder, decoder, generator, rtd_head)
+
+    # ------------------------------------------------------------- pre-training
+    def generator_logits(self, tokens, masked):
+        """MLM logits (M, V) of the generator at the masked slots (B, T) of ``tokens``."""
+        return self.generator(tokens, masked)
+
+    def discriminator_logits(self, tokens):
+        """Replaced-token logits (B, T) of the encoder (the discriminator) over ``tokens`` (B, T)."""
+        features = self.encoder(tokens)["encoder_out"][0].transpose(0, 1)  # (B, T, C)
+        return self.rtd_head(features)  # (B, T)
+
+    # ------------------------------------------------------------- loading
+    def upgrade_state_dict_named(self, state_dict, name):
+        if not name:
+            if self.generator is None and fold_gdes_state_dict(state_dict):
+                logger.info("folded the GDES embedding delta into the encoder-decoder embeddings "
+                            "and dropped the generator and the RTD head")
+            self._drop_extra_symbols(state_dict)
+        super().upgrade_state_dict_named(state_dict, name)
+
+    def _drop_extra_symbols(self, state_dict):
+        """Pre-training appends ``<mask>`` and sentinels to the dictionary; a task without them
+        (summarization) keeps the first rows of the embedding table only."""
+        rows = self.encoder.embed_tokens.num_embeddings
+        for key in EMBEDDING_KEYS:
+            if key in state_dict and state_dict[key].size(0) > rows:
+                logger.info(f"{key}: keeping the first {rows} of {state_dict[key].size(0)} rows "
+                            "(the pre-training symbols appended to the dictionary are dropped)")
+                state_dict[key] = state_dict[key][:rows]
+
+
+@register_model_architecture("zcodepp", "zcodepp_base")
+def zcodepp_base_architecture(args):
+    """T5-base sizes (12 + 12 layers, 768 wide); DeBERTa-v3 encoder conventions."""
+    for name, value in asdict(ZCodeppConfig()).items():
+        setattr(args, name, getattr(args, name, value))
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 768)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 3072)
+    args.encoder_layers = getattr(args, "encoder_layers", 12)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 12)
+    args.decoder_layers = getattr(args, "decoder_layers", 12)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", args.encoder_attention_heads)
+    args.decoder_learned_pos = getattr(args, "decoder_learned_pos", True)
+    args.activation_fn = getattr(args, "activation_fn", "gelu")
+    args.dropout = getattr(args, "dropout", 0.1)
+    args.attention_dropout = getattr(args, "attention_dropout", 0.1)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    args.no_scale_embedding = getattr(args, "no_scale_embedding", True)  # DeBERTa: LayerNorm, no scaling
+    args.layernorm_embedding = getattr(args, "layernorm_embedding", True)
+    base_architecture(args)
+
+
+@register_model_architecture("zcodepp", "zcodepp_large")
+def zcodepp_large_architecture(args):
+    """The paper's Z-Code++ large: 24 + 24 layers, 1024 wide, 16 heads."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_layers = getattr(args, "encoder_layers", 24)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 16)
+    args.decoder_layers = getattr(args, "decoder_layers", 24)
+    zcodepp_base_architecture(args)
+
+
+@register_model_architecture("zcodepp", "zcodepp_tiny")
+def zcodepp_tiny_architecture(args):
+    """For tests: 2 + 1 layers, 32 wide, 16 buckets up to distance 32 (log buckets in play)."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 32)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 64)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
+    args.decoder_layers = getattr(args, "decoder_layers", 1)
+    args.rel_pos_buckets = getattr(args, "rel_pos_buckets", 16)
+    args.max_relative_positions = getattr(args, "max_relative_positions", 32)
+    zcodepp_base_architecture(args)
