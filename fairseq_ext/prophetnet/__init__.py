@@ -1,0 +1,15 @@
+"""ProphetNet (Qi et al., 2020): future n-gram prediction with n-stream self-attention.
+
+Library half of the family, importable without registering anything in fairseq:
+
+* :mod:`.relative` -- T5-style unidirectional relative position buckets (section 2.3);
+* :mod:`.masks` -- which main-stream keys every query row of the n streams may see;
+* :mod:`.attention` -- the n-stream self-attention (projections + an attention core with a
+  private "own slot" key per query);
+* :mod:`.decoder` -- the n-stream decoder (training: main + n predicting streams;
+  inference: main + the next-token stream only);
+* :mod:`.loss` -- future n-gram targets and the power-attenuated stream weights (eq. 4);
+* :mod:`.noising` -- MASS-style span masking for pre-training (section 3.1);
+* :mod:`.dictionary` and :mod:`.convert_hf` -- the BERT WordPiece dictionary and the
+  converter from HuggingFace ``ProphetNetForConditionalGeneration`` weights.
+"""

@@ -1,0 +1,164 @@
+"""ProphetNet (Qi et al., 2020) as a fairseq model: ``--arch prophetnet_summ_{tiny,small,base,large}``.
+
+The encoder is fairseq's own Transformer encoder (post-LN, learned positions, embedding
+LayerNorm, no embedding scaling, GELU, as in the public ProphetNet); the decoder is the
+n-stream decoder of :mod:`fairseq_ext.prophetnet.decoder`. Train it with
+``--criterion ngram_language_loss`` on ``--task abstractive_summarization`` (fine-tuning) or
+``--task prophetnet_span_mask`` (pre-training); ``fairseq-generate`` decodes with the
+predicting streams switched off. Sizes: base = 6+6 layers, 768 wide, 12 heads (paper
+section 3.6); large = 12+12, 1024, FFN 4096, 16 heads (section 3.1).
+"""
+
+import logging
+from dataclasses import dataclass, field, fields
+
+import torch
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import get_available_activation_fns
+from omegaconf import II
+from torch import nn
+
+from fairseq_ext.prophetnet.decoder import NgramDecoder
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ProphetNetSummConfig(FairseqDataclass):
+    activation_fn: ChoiceEnum(get_available_activation_fns()) = field(
+        default="gelu", metadata={"help": "activation function of the feed-forward blocks"}
+    )
+    dropout: float = field(default=0.1, metadata={"help": "dropout probability"})
+    attention_dropout: float = field(default=0.1, metadata={"help": "dropout on attention weights"})
+    activation_dropout: float = field(default=0.1, metadata={"help": "dropout after the FFN activation"})
+    encoder_embed_dim: int = field(default=1024, metadata={"help": "model width (shared by encoder and decoder)"})
+    encoder_ffn_embed_dim: int = field(default=4096, metadata={"help": "encoder FFN width"})
+    encoder_layers: int = field(default=12, metadata={"help": "encoder layers"})
+    encoder_attention_heads: int = field(default=16, metadata={"help": "encoder attention heads"})
+    decoder_embed_dim: int = field(default=1024, metadata={"help": "decoder width (must equal encoder's)"})
+    decoder_ffn_embed_dim: int = field(default=4096, metadata={"help": "decoder FFN width"})
+    decoder_layers: int = field(default=12, metadata={"help": "decoder layers"})
+    decoder_attention_heads: int = field(default=16, metadata={"help": "decoder attention heads"})
+    ngram: int = field(default=2, metadata={"help": "number of predicting streams (future tokens per step)"})
+    num_buckets: int = field(default=32, metadata={"help": "relative position buckets of the decoder"})
+    relative_max_distance: int = field(
+        default=128, metadata={"help": "distance beyond which all relative positions share the last bucket"}
+    )
+    share_all_embeddings: bool = field(
+        default=True, metadata={"help": "share encoder, decoder and output embeddings (needs a joined dictionary)"}
+    )
+    share_decoder_input_output_embed: bool = field(
+        default=True, metadata={"help": "tie the decoder's output projection to its input embedding"}
+    )
+    max_source_positions: int = II("task.max_source_positions")
+    max_target_positions: int = II("task.max_target_positions")
+
+
+def _encoder_config(cfg):
+    """fairseq's TransformerConfig for a ProphetNet encoder (post-LN, learned positions)."""
+    tcfg = TransformerConfig()
+    tcfg.dropout = cfg.dropout
+    tcfg.attention_dropout = cfg.attention_dropout
+    tcfg.activation_dropout = cfg.activation_dropout
+    tcfg.activation_fn = cfg.activation_fn
+    tcfg.encoder.embed_dim = cfg.encoder_embed_dim
+    tcfg.encoder.ffn_embed_dim = cfg.encoder_ffn_embed_dim
+    tcfg.encoder.layers = cfg.encoder_layers
+    tcfg.encoder.attention_heads = cfg.encoder_attention_heads
+    tcfg.encoder.normalize_before = False
+    tcfg.encoder.learned_pos = True
+    tcfg.max_source_positions = cfg.max_source_positions
+    tcfg.no_scale_embedding = True
+    tcfg.layernorm_embedding = True
+    return tcfg
+
+
+@register_model("prophetnet_summ", dataclass=ProphetNetSummConfig)
+class ProphetNetSummModel(FairseqEncoderDecoderModel):
+    """Transformer encoder + n-stream decoder; the decoder's ``extra["ngram_logits"]`` feeds
+    the ``ngram_language_loss`` criterion and its first output is the next-token logits."""
+
+    @classmethod
+    def build_model(cls, cfg, task):
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        if cfg.encoder_embed_dim != cfg.decoder_embed_dim:
+            raise ValueError("ProphetNet shares one width: --encoder-embed-dim must equal --decoder-embed-dim")
+        if cfg.share_all_embeddings and src_dict != tgt_dict:
+            raise ValueError("--share-all-embeddings needs a joined source/target dictionary")
+        encoder_embed = nn.Embedding(len(src_dict), cfg.encoder_embed_dim, padding_idx=src_dict.pad())
+        decoder_embed = (
+            encoder_embed if cfg.share_all_embeddings
+            else nn.Embedding(len(tgt_dict), cfg.decoder_embed_dim, padding_idx=tgt_dict.pad())
+        )
+        encoder = TransformerEncoderBase(_encoder_config(cfg), src_dict, encoder_embed)
+        decoder = NgramDecoder(
+            tgt_dict, decoder_embed,
+            num_layers=cfg.decoder_layers, ffn_dim=cfg.decoder_ffn_embed_dim,
+            num_heads=cfg.decoder_attention_heads, ngram=cfg.ngram, num_buckets=cfg.num_buckets,
+            relative_max_distance=cfg.relative_max_distance, max_target_positions=cfg.max_target_positions,
+            dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
+            activation_dropout=cfg.activation_dropout, activation_fn=cfg.activation_fn,
+            share_input_output_embed=cfg.share_decoder_input_output_embed or cfg.share_all_embeddings,
+        )
+        model = cls(encoder, decoder)
+        model.apply(init_bert_params)
+        return model
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Drop embedding rows of symbols the pre-training task added (``<mask>``) when a
+        pre-trained checkpoint is fine-tuned with the plain dictionary (as BART does)."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        size = len(self.decoder.dictionary)
+        for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
+                    "decoder.output_projection.weight"):
+            full = prefix + key
+            if full in state_dict and state_dict[full].size(0) > size:
+                extra = state_dict[full].size(0) - size
+                logger.info(f"{full}: dropping {extra} embedding rows beyond the dictionary ({size})")
+                state_dict[full] = state_dict[full][:size]
+
+
+def _fill(args, **values):
+    for name, value in values.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+
+
+def _fill_defaults(args):
+    for f in fields(ProphetNetSummConfig):
+        if not isinstance(f.default, str) or not f.default.startswith("${"):
+            _fill(args, **{f.name: f.default})
+
+
+@register_model_architecture("prophetnet_summ", "prophetnet_summ_large")
+def prophetnet_summ_large(args):
+    """Paper section 3.1: 12+12 layers, 1024 wide, FFN 4096, 16 heads."""
+    _fill_defaults(args)
+
+
+@register_model_architecture("prophetnet_summ", "prophetnet_summ_base")
+def prophetnet_summ_base(args):
+    """Paper section 3.6: 6+6 layers, 768 wide, 12 heads."""
+    _fill(args, encoder_embed_dim=768, encoder_ffn_embed_dim=3072, encoder_layers=6, encoder_attention_heads=12)
+    _fill(args, decoder_embed_dim=args.encoder_embed_dim, decoder_ffn_embed_dim=args.encoder_ffn_embed_dim,
+          decoder_layers=args.encoder_layers, decoder_attention_heads=args.encoder_attention_heads)
+    prophetnet_summ_large(args)
+
+
+@register_model_architecture("prophetnet_summ", "prophetnet_summ_small")
+def prophetnet_summ_small(args):
+    """3+3 layers, 256 wide: trains in minutes on CPU (demo)."""
+    _fill(args, encoder_embed_dim=256, encoder_ffn_embed_dim=1024, encoder_layers=3, encoder_attention_heads=4)
+    prophetnet_summ_base(args)
+
+
+@register_model_architecture("prophetnet_summ", "prophetnet_summ_tiny")
+def prophetnet_summ_tiny(args):
+    """1+1 layers, 32 wide, 16 buckets: for tests."""
+    _fill(args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1, encoder_attention_heads=2,
+          num_buckets=16, relative_max_distance=32)
+    prophetnet_summ_base(args)
