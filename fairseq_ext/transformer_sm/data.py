@@ -1,0 +1,83 @@
+"""Datasets that lay out fairseq's document -> summary pairs as Transformer-SM's joint rows.
+
+The binarized pair ``(a_1 .. a_M </s>, s_1 .. s_N </s>)`` becomes
+
+    article (encoder side):   <s> [instruction] a_1 .. a_K            K <= max_len - 1 - |instruction|
+    decoder input:            <delim> s_1 .. s_N
+    decoder target:           s_1 .. s_N </s>
+
+``<s>`` is the public code's ``_start_``, ``<delim>`` its ``_delimiter_`` and ``</s>`` its
+``_classify_`` (end) token.
+"""
+
+import numpy as np
+import torch
+from fairseq.data import BaseWrapperDataset
+
+
+class ArticleDataset(BaseWrapperDataset):
+    """``prefix + item`` without its final ``</s>``, cut to ``max_len`` tokens.
+
+    Args:
+        dataset: 1-D LongTensors (binarized articles, usually ending with ``eos``).
+        prefix: LongTensor put before every article (``<s>`` and an optional instruction).
+        max_len: the longest output, prefix included; ``None`` for no limit.
+        eos: the end-of-sentence index, dropped from the end of each item.
+    """
+
+    def __init__(self, dataset, prefix, max_len, eos):
+        super().__init__(dataset)
+        self.prefix = prefix.long()
+        self.max_len = max_len
+        self.eos = eos
+        if max_len is not None and len(self.prefix) >= max_len:
+            raise ValueError(
+                f"the article prefix has {len(self.prefix)} tokens, which leaves no room for the "
+                f"article in {max_len} positions"
+            )
+        # every binarized item ends with eos (fairseq-preprocess appends it), which is dropped
+        sizes = np.asarray(dataset.sizes) - 1 + len(self.prefix)
+        self._sizes = sizes if max_len is None else np.minimum(sizes, max_len)
+
+    def __getitem__(self, index):
+        item = self.dataset[index]
+        body = item[:-1] if len(item) > 0 and item[-1] == self.eos else item
+        if self.max_len is not None:
+            body = body[: self.max_len - len(self.prefix)]
+        return torch.cat([self.prefix.to(item), body])  # (K + |prefix|,)
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+
+class DelimiterDataset(BaseWrapperDataset):
+    """A :class:`~fairseq.data.LanguagePairDataset` whose decoder input starts with ``delim``
+    instead of fairseq's ``</s>``: ``<delim> s_1 .. s_N`` for the target ``s_1 .. s_N </s>``."""
+
+    def __init__(self, dataset, delim):
+        super().__init__(dataset)
+        if getattr(dataset, "left_pad_target", False):
+            raise ValueError("Transformer-SM needs right-padded targets (--left-pad-target False)")
+        self.delim = delim
+
+    @property
+    def src(self):
+        return self.dataset.src
+
+    @property
+    def tgt(self):
+        return self.dataset.tgt
+
+    def collater(self, samples):
+        batch = self.dataset.collater(samples)
+        net_input = batch.get("net_input", {})
+        if "prev_output_tokens" in net_input:
+            net_input["prev_output_tokens"][:, 0] = self.delim  # (B, N+1): <delim> s_1 .. s_N
+        return batch

@@ -1,0 +1,73 @@
+"""Index arithmetic of the joint ``article <delim> summary`` sequence (pure functions).
+
+Articles are right-padded, so the joint training row has a gap of padding between the two
+parts; the gap is masked as keys and never predicted::
+
+    row 0:  <s> a1 a2 a3 | <delim> s1 s2        (article length 4)
+    row 1:  <s> a1 pad pad | <delim> s1 pad     (article length 2)
+
+    source ids          0  0  0  0 | 1  1  1
+    positions, restart  0  1  2  3 | 0  1  2   (the public code: the summary restarts at 0)
+    positions, continue 0  1  2  3 | 4  5  6   (row 1: 0 1 2 3 | 2 3 4; the paper's Eq. 1)
+"""
+
+import torch
+
+#: Source-embedding ids (the paper's d_a and d_s).
+ARTICLE = 0
+SUMMARY = 1
+
+#: How summary positions are numbered.
+POSITION_MODES = ("restart", "continue")
+
+
+def causal_mask(length, device=None, dtype=torch.float32):
+    """Additive ``(length, length)`` mask: query ``i`` sees keys ``0..i``.
+
+        i\\j  0  1  2
+        0    0 -inf -inf
+        1    0   0  -inf
+        2    0   0    0
+    """
+    blocked = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)  # (T, T)
+    return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))
+
+
+def article_positions(article_tokens):
+    """``0..M-1`` for every row of a right-padded ``(B, M)`` article."""
+    bsz, length = article_tokens.shape
+    return torch.arange(length, device=article_tokens.device).expand(bsz, length)  # (B, M)
+
+
+def summary_positions(article_lengths, start, length, mode="restart"):
+    """Positions of summary tokens ``start .. start+length-1`` (``(B, length)``).
+
+    ``restart`` numbers the summary from 0 (Andrew03/transformer-abstractive-summarization);
+    ``continue`` numbers it after each row's own article, as one absolute sequence.
+    """
+    if mode not in POSITION_MODES:
+        raise ValueError(f"summary position mode must be one of {POSITION_MODES}, got {mode!r}")
+    steps = torch.arange(start, start + length, device=article_lengths.device)  # (N,)
+    if mode == "restart":
+        return steps.expand(article_lengths.size(0), length)  # (B, N)
+    return article_lengths[:, None] + steps[None, :]  # (B, N)
+
+
+def joint_positions(article_tokens, summary_tokens, pad, mode="restart"):
+    """Positions of the whole joint row ``[article; summary]`` (``(B, M + N)``)."""
+    lengths = article_tokens.ne(pad).sum(dim=1)  # (B,)
+    return torch.cat(
+        [article_positions(article_tokens), summary_positions(lengths, 0, summary_tokens.size(1), mode)], dim=1
+    )  # (B, M + N)
+
+
+def article_targets(article_tokens, pad, delim):
+    """Next-token targets of a right-padded article: each token predicts the next one and
+    the last real token predicts the delimiter (domain-adaptive training's article half)::
+
+        input   <s> a1 a2 pad
+        target  a1  a2 <delim> pad
+    """
+    following = torch.cat([article_tokens[:, 1:], article_tokens.new_full((article_tokens.size(0), 1), pad)], dim=1)
+    is_last = article_tokens.ne(pad) & following.eq(pad)  # (B, M)
+    return following.masked_fill(is_last, delim)  # (B, M)

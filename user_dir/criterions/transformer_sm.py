@@ -1,0 +1,97 @@
+"""``transformer_sm`` criterion: the two training objectives of Transformer-SM (paper Sec. 3).
+
+* ``--mode dat`` (domain-adaptive training, Eq. 4): next-token loss on every article token
+  (the last one predicts ``<delim>``), every summary token and the end token;
+* ``--mode ett`` (end-task training, Eq. 5): loss on the summary tokens and the end token only,
+  which is ``label_smoothed_cross_entropy`` on the decoder output.
+
+Both use fairseq's ``label_smoothed_nll_loss`` (``--label-smoothing``, 0 in the paper) and
+count every predicted token in ``ntokens``/``sample_size``. ``summary_nll_loss`` is logged in
+both modes, so DAT and ETT runs can be compared (and checkpoints chosen) on the summary alone.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from fairseq import utils
+from fairseq.criterions import register_criterion
+from fairseq.criterions.label_smoothed_cross_entropy import (
+    LabelSmoothedCrossEntropyCriterion,
+    LabelSmoothedCrossEntropyCriterionConfig,
+    label_smoothed_nll_loss,
+)
+from fairseq.dataclass import ChoiceEnum
+from fairseq.logging import metrics
+
+from fairseq_ext.transformer_sm import article_targets
+
+TRAINING_MODES = ChoiceEnum(["dat", "ett"])
+
+
+@dataclass
+class TransformerSMCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
+    mode: TRAINING_MODES = field(
+        default="ett",
+        metadata={"help": "dat: loss on article and summary tokens (domain-adaptive training); "
+                  "ett: loss on summary tokens only (end-task training)"},
+    )
+
+
+@register_criterion("transformer_sm", dataclass=TransformerSMCriterionConfig)
+class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
+    def __init__(self, task, sentence_avg, label_smoothing, mode="ett", ignore_prefix_size=0, report_accuracy=False):
+        super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        if not hasattr(task, "delimiter_index"):
+            raise ValueError("the transformer_sm criterion needs the transformer_sm task")
+        self.mode = mode
+        self.delimiter_index = task.delimiter_index
+
+    def forward(self, model, sample, reduce=True):
+        domain_adaptive = self.mode == "dat"
+        net_output = model(**sample["net_input"], article_logits=domain_adaptive)
+        summary_loss, summary_nll = self.compute_loss(model, net_output, sample, reduce=reduce)
+        loss, nll_loss, ntokens = summary_loss, summary_nll, sample["ntokens"]
+        if domain_adaptive:
+            article_loss, article_nll, article_ntokens = self.compute_article_loss(model, net_output, sample, reduce)
+            loss, nll_loss = loss + article_loss, nll_loss + article_nll
+            ntokens += article_ntokens
+        sample_size = sample["target"].size(0) if self.sentence_avg else ntokens
+        logging_output = {
+            "loss": loss.data,
+            "nll_loss": nll_loss.data,
+            "summary_nll_loss": summary_nll.data,
+            "summary_ntokens": sample["ntokens"],
+            "ntokens": ntokens,
+            "nsentences": sample["target"].size(0),
+            "sample_size": sample_size,
+        }
+        if self.report_accuracy:
+            n_correct, total = self.compute_accuracy(model, net_output, sample)
+            logging_output["n_correct"] = utils.item(n_correct.data)
+            logging_output["total"] = utils.item(total.data)
+        return loss, sample_size, logging_output
+
+    def compute_article_loss(self, model, net_output, sample, reduce=True):
+        """Label-smoothed next-token loss over the article positions; ``(loss, nll, count)``."""
+        logits = net_output[1]["article_logits"]  # (B, M, V)
+        lprobs = model.get_normalized_probs((logits, None), log_probs=True)  # (B, M, V)
+        target = article_targets(sample["net_input"]["src_tokens"], self.padding_idx, self.delimiter_index)  # (B, M)
+        loss, nll_loss = label_smoothed_nll_loss(
+            lprobs.view(-1, lprobs.size(-1)), target.view(-1), self.eps, ignore_index=self.padding_idx, reduce=reduce
+        )
+        return loss, nll_loss, int(target.ne(self.padding_idx).sum())
+
+    @classmethod
+    def reduce_metrics(cls, logging_outputs) -> None:
+        super().reduce_metrics(logging_outputs)
+        summary_nll = sum(log.get("summary_nll_loss", 0) for log in logging_outputs)
+        summary_ntokens = sum(log.get("summary_ntokens", 0) for log in logging_outputs)
+        if summary_ntokens > 0:
+            metrics.log_scalar(
+                "summary_nll_loss", summary_nll / summary_ntokens / math.log(2), summary_ntokens, round=3
+            )
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

@@ -1,0 +1,95 @@
+"""``transformer_sm``: ``abstractive_summarization`` laid out for a decoder-only summarizer.
+
+Each binarized pair becomes the joint row of Transformer-SM (the public code's
+``_start_ article _delimiter_ summary _classify_``)::
+
+    article (net_input.src_tokens, right-padded):       <s> a_1 .. a_K
+    decoder input (net_input.prev_output_tokens):       <delim> s_1 .. s_N
+    target:                                             s_1 .. s_N </s>
+
+``<delim>`` is added to the joined dictionary when it is loaded. Articles are truncated to
+``--max-source-positions`` (512 by default, ``<s>`` included) and summaries to
+``--max-target-positions`` (110, ``</s>`` included), with counts in the log (the paper
+truncates articles to 512 and summaries to 110 BPE tokens). Generation starts every
+hypothesis from ``<delim>`` after the article, so fairseq-generate, ``--eval-rouge`` and the hub
+run unchanged; with the ``transformer_sm`` model this is the paper's conditioning on
+"the article tokens, the delimiter token, and any previously generated summary tokens".
+"""
+
+import logging
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.tasks import register_task
+
+from fairseq_ext.summarization_data import count_overlong
+from fairseq_ext.transformer_sm import ArticleDataset, DelimiterDataset
+from fairseq_ext.transformer_sm.decoding import fix_ngram_blocking
+
+from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
+
+logger = logging.getLogger(__name__)
+
+#: The delimiter symbol added to the dictionary.
+DELIMITER = "<delim>"
+
+
+@dataclass
+class TransformerSMTaskConfig(AbstractiveSummarizationConfig):
+    left_pad_source: bool = field(
+        default=False, metadata={"help": "must stay off: Transformer-SM reads right-padded articles"}
+    )
+    max_source_positions: int = field(
+        default=512, metadata={"help": "article length limit, <s> included (the paper: 512)"}
+    )
+    max_target_positions: int = field(
+        default=110, metadata={"help": "summary length limit, </s> included (the paper: 110)"}
+    )
+
+
+@register_task("transformer_sm", dataclass=TransformerSMTaskConfig)
+class TransformerSMTask(AbstractiveSummarizationTask):
+    """Document -> summary as ``<s> article <delim> summary </s>`` rows (see module docstring)."""
+
+    cfg: TransformerSMTaskConfig
+
+    def __init__(self, cfg, src_dict, tgt_dict):
+        if cfg.left_pad_source or cfg.left_pad_target:
+            raise ValueError("the transformer_sm task needs right padding (no --left-pad-source/--left-pad-target)")
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.delimiter_index = tgt_dict.index(DELIMITER)
+        if src_dict.index(DELIMITER) != self.delimiter_index or self.delimiter_index == tgt_dict.unk():
+            raise ValueError(f"{DELIMITER} must have one index in the joined dictionary")
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        dictionary = super().load_dictionary(filename)
+        dictionary.add_symbol(DELIMITER)
+        return dictionary
+
+    def _source_view(self, dataset, split):
+        """``<s> [instruction] article`` without ``</s>``, truncated (counted) to the limit."""
+        prefix = torch.cat([torch.LongTensor([self.src_dict.bos()]), self.instruction_tokens])
+        limit = self.cfg.max_source_positions
+        n_long, longest = count_overlong(dataset.sizes - 1 + len(prefix), limit)
+        if n_long:
+            action = "truncated" if self.cfg.truncate_source else "left to the size filter"
+            logger.info(
+                f"{split}: {n_long} of {len(dataset)} articles (with <s>) are longer than {limit} "
+                f"tokens (longest {longest}): {action}"
+            )
+        return ArticleDataset(dataset, prefix, limit if self.cfg.truncate_source else None, self.src_dict.eos())
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        self.datasets[split] = DelimiterDataset(self.datasets[split], self.delimiter_index)
+
+    def build_generator(self, models, args, **kwargs):
+        """fairseq's generator, with ``--no-repeat-ngram-size`` that also works on CPU."""
+        return fix_ngram_blocking(super().build_generator(models, args, **kwargs))
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        with torch.no_grad():
+            return generator.generate(
+                models, sample, prefix_tokens=prefix_tokens, constraints=constraints, bos_token=self.delimiter_index
+            )
