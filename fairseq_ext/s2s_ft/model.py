@@ -1,0 +1,201 @@
+"""The s2s-ft Transformer seen by fairseq as an encoder and an incremental decoder.
+
+Both halves share one :class:`~.transformer.S2SFTTransformer`. The "encoder" runs the source
+rows (bidirectional among themselves, Figure 2) and keeps every layer's keys and values; the
+"decoder" runs target rows against them. Because source rows never attend to target rows, this
+split gives exactly the hidden states of one pass over ``[source; target]`` under the paper's
+masks, and lets fairseq's :class:`~fairseq.sequence_generator.SequenceGenerator` drive decoding
+(beam, length penalty, min length, n-gram blocking) with a per-layer key/value cache: each new
+token costs one row (two for masked / pseudo-masked: the chosen token and the [P] that predicts
+the next one, Section 2.4).
+
+Layout of the target rows (``prev_output_tokens = [</s>, t1, ..., t_{T-1}]``, start at the
+source length ``n``):
+
+* causal: rows ``prev_output_tokens`` at positions ``n .. n+T-1``, row ``i`` predicts
+  ``target_i`` (position shift, Section 2.1);
+* masked (training): rows ``target`` with some tokens noised, row ``i`` predicts ``target_i``
+  where it was selected (Section 2.2);
+* pseudo-masked (and masked at inference): rows ``[t1..t_{T-1}, <pad>; [P] x T]``; ``[P]_i``
+  shares position ``n+i`` with ``target_i`` and predicts it (Section 2.3).
+"""
+
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
+
+from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
+from .transformer import S2SFTTransformer
+
+METHODS = ("causal", "masked", "pseudo")
+SOURCE_TYPE, TARGET_TYPE = 0, 1
+
+
+def source_positions(tokens: torch.Tensor, pad: int):
+    """Position ids counting non-pad tokens (left or right padding) and the lengths.
+
+    ``[pad pad a b c] -> [0 0 0 1 2]``, length 3. Returns ``(positions (B, S), lengths (B,))``.
+    """
+    nonpad = tokens.ne(pad)  # (B, S)
+    positions = (nonpad.long().cumsum(dim=1) - 1).clamp(min=0)  # (B, S)
+    return positions, nonpad.sum(dim=1)
+
+
+class S2SFTEncoder(FairseqEncoder):
+    """Source rows of the shared Transformer; returns their per-layer keys and values."""
+
+    def __init__(self, dictionary, body: S2SFTTransformer, prepend_bos: bool = True):
+        super().__init__(dictionary)
+        self.body = body
+        self.prepend_bos = prepend_bos
+        self.pad = dictionary.pad()
+        self.bos = dictionary.bos()
+
+    def forward(self, src_tokens, src_lengths=None, **kwargs):
+        tokens = src_tokens
+        if self.prepend_bos:  # BERT's [CLS] (fairseq sources end with </s> = [SEP] already)
+            tokens = torch.cat([src_tokens.new_full((src_tokens.size(0), 1), self.bos), src_tokens], dim=1)
+        positions, lengths = source_positions(tokens, self.pad)  # (B, S), (B,)
+        padding = tokens.eq(self.pad)  # (B, S)
+        allowed = ~padding[:, None, None, :]  # (B, 1, 1, S)
+        hidden, (keys, values) = self.body.extend(tokens, positions, torch.full_like(tokens, SOURCE_TYPE), allowed)
+        return {
+            "encoder_out": [hidden.transpose(0, 1)],  # (S, B, C), fairseq's convention
+            "source_keys": [torch.stack(keys)],  # (L, B, H, S, d)
+            "source_values": [torch.stack(values)],  # (L, B, H, S, d)
+            "source_padding_mask": [padding],  # (B, S)
+            "source_lengths": [lengths],  # (B,)
+        }
+
+    def reorder_encoder_out(self, encoder_out: Dict[str, List[torch.Tensor]], new_order):
+        return {
+            "encoder_out": [encoder_out["encoder_out"][0].index_select(1, new_order)],
+            "source_keys": [encoder_out["source_keys"][0].index_select(1, new_order)],
+            "source_values": [encoder_out["source_values"][0].index_select(1, new_order)],
+            "source_padding_mask": [encoder_out["source_padding_mask"][0].index_select(0, new_order)],
+            "source_lengths": [encoder_out["source_lengths"][0].index_select(0, new_order)],
+        }
+
+    def max_positions(self):
+        return self.body.cfg.max_positions
+
+
+class S2SFTDecoder(FairseqIncrementalDecoder):
+    """Target rows of the shared Transformer for one fine-tuning ``method``."""
+
+    def __init__(self, dictionary, body: S2SFTTransformer, method: str, mask_idx: int, max_target_positions: int):
+        super().__init__(dictionary)
+        if method not in METHODS:
+            raise ValueError(f"unknown s2s-ft method {method!r}; choose one of {METHODS}")
+        self.body = body
+        self.method = method
+        self.mask_idx = mask_idx
+        self.pad = dictionary.pad()
+        self.max_target_positions = max_target_positions
+
+    def forward(
+        self,
+        prev_output_tokens,
+        encoder_out: Optional[Dict[str, List[torch.Tensor]]] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[torch.Tensor]]]] = None,
+        target_rows: Optional[torch.Tensor] = None,
+        **kwargs,
+    ):
+        """Logits ``(B, T, V)`` for every target step (or the newest one when decoding with
+        ``incremental_state``). ``target_rows`` (masked fine-tuning) replaces the layout."""
+        if encoder_out is None:
+            raise ValueError("the s2s-ft decoder reads the source through encoder_out")
+        if incremental_state is not None:
+            return self._step(prev_output_tokens, encoder_out, incremental_state)
+        return self._full(prev_output_tokens, encoder_out, target_rows)
+
+    def _full(self, prev_output_tokens, encoder_out, target_rows=None):
+        B, T = prev_output_tokens.shape
+        src_padding = encoder_out["source_padding_mask"][0]  # (B, S)
+        S = src_padding.size(1)
+        steps = encoder_out["source_lengths"][0][:, None] + torch.arange(T, device=prev_output_tokens.device)  # (B, T)
+        if target_rows is not None or self.method == "causal":
+            rows = prev_output_tokens if target_rows is None else target_rows  # (B, T)
+            positions = steps
+            structure = seq2seq_attention_mask(S, T, rows.device)[S:]  # (T, S+T)
+        else:  # pseudo-masked layout: [t1..t_{T-1}, pad; [P] x T]
+            pad_column = prev_output_tokens.new_full((B, 1), self.pad)
+            context = torch.cat([prev_output_tokens[:, 1:], pad_column], dim=1)  # (B, T)
+            rows = torch.cat([context, torch.full_like(context, self.mask_idx)], dim=1)  # (B, 2T)
+            positions = torch.cat([steps, steps], dim=1)  # (B, 2T)
+            structure = pseudo_masked_attention_mask(S, T, rows.device)[S:]  # (2T, S+2T)
+        key_padding = torch.cat([src_padding, src_padding.new_zeros(rows.shape)], dim=1)  # (B, S+R)
+        allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, S+R)
+        prefix = (encoder_out["source_keys"][0], encoder_out["source_values"][0])
+        hidden, _ = self.body.extend(rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix)
+        hidden = hidden[:, -T:]  # (B, T, C): the [P] rows in the pseudo layout
+        return self.body.logits(hidden), {"attn": [None], "inner_states": None}
+
+    def _step(self, prev_output_tokens, encoder_out, incremental_state):
+        cache = self.get_incremental_state(incremental_state, "cache")
+        if cache is None:
+            cache = {
+                "keys": encoder_out["source_keys"][0],  # (L, B, H, K, d)
+                "values": encoder_out["source_values"][0],
+                "padding": encoder_out["source_padding_mask"][0],  # (B, K)
+            }
+        B, step = prev_output_tokens.size(0), prev_output_tokens.size(1) - 1
+        start = encoder_out["source_lengths"][0][:, None] + step  # (B, 1)
+        K = cache["padding"].size(1)
+        if self.method == "causal":
+            rows, positions = prev_output_tokens[:, -1:], start  # (B, 1)
+            structure = torch.ones(1, K + 1, dtype=torch.bool, device=rows.device)
+            committed = 1
+        else:
+            predict = prev_output_tokens.new_full((B, 1), self.mask_idx)
+            with_context = step > 0
+            if with_context:  # the token chosen at the previous step, at its own position
+                rows = torch.cat([prev_output_tokens[:, -1:], predict], dim=1)  # (B, 2)
+                positions = torch.cat([start - 1, start], dim=1)  # (B, 2)
+            else:
+                rows, positions = predict, start  # (B, 1)
+            structure = decode_step_mask(K, with_context, rows.device)  # (R, K+R)
+            committed = 1 if with_context else 0
+        R = rows.size(1)
+        key_padding = torch.cat([cache["padding"], cache["padding"].new_zeros(B, R)], dim=1)  # (B, K+R)
+        allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, K+R)
+        hidden, (keys, values) = self.body.extend(
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, (cache["keys"], cache["values"])
+        )
+        if committed:
+            cache = {
+                "keys": torch.cat([cache["keys"], torch.stack(keys)[:, :, :, :committed]], dim=3),
+                "values": torch.cat([cache["values"], torch.stack(values)[:, :, :, :committed]], dim=3),
+                "padding": torch.cat([cache["padding"], cache["padding"].new_zeros(B, committed)], dim=1),
+            }
+        self.set_incremental_state(incremental_state, "cache", cache)
+        return self.body.logits(hidden[:, -1:]), {"attn": [None], "inner_states": None}  # (B, 1, V)
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        cache = self.get_incremental_state(incremental_state, "cache")
+        if cache is None:
+            return
+        cache = {
+            "keys": cache["keys"].index_select(1, new_order),
+            "values": cache["values"].index_select(1, new_order),
+            "padding": cache["padding"].index_select(0, new_order),
+        }
+        self.set_incremental_state(incremental_state, "cache", cache)
+
+    def max_positions(self):
+        return self.max_target_positions
+
+
+MASK_SYMBOLS = ("[MASK]", "<mask>")
+
+
+def mask_index(dictionary) -> int:
+    """Index of the mask / pseudo-mask token: BERT's ``[MASK]``, else ``<mask>``."""
+    for symbol in MASK_SYMBOLS:
+        if symbol in dictionary.indices:
+            return dictionary.index(symbol)
+    raise ValueError(
+        f"the dictionary has no mask token ({' or '.join(MASK_SYMBOLS)}): train with "
+        "--task s2s_ft_summarization, which adds <mask> to a dictionary without one"
+    )

@@ -1,0 +1,194 @@
+"""The shared bidirectional Transformer of s2s-ft, shaped like BERT / RoBERTa.
+
+Post-LayerNorm layers (self-attention, then a GELU feed-forward), learned absolute position
+and token-type embeddings, and a masked-LM head tied to the word embeddings: the layout of
+HF ``BertModel`` + ``BertOnlyMLMHead`` so that :mod:`.convert` can load pretrained weights
+one-to-one. Every layer exposes its key/value projection separately from the attention, so
+one sequence can be computed in pieces that share keys and values: the source once (the
+"encoder" pass), then target rows against the cached source and earlier targets (training
+and cached decoding), with results identical to one pass over the packed sequence
+(:meth:`S2SFTTransformer.forward_packed`).
+"""
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class S2SFTTransformerConfig:
+    """Sizes of :class:`S2SFTTransformer` (the fields of a HF ``BertConfig``)."""
+
+    vocab_size: int
+    padding_idx: int
+    embed_dim: int = 768
+    layers: int = 12
+    attention_heads: int = 12
+    ffn_embed_dim: int = 3072
+    max_positions: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    layer_norm_eps: float = 1e-12
+    init_std: float = 0.02
+
+
+def attend(q, k, v, allowed, dropout_p=0.0):
+    """Scaled dot-product attention core.
+
+    Args:
+        q: ``(B, H, Tq, d)``; k, v: ``(B, H, Tk, d)``.
+        allowed: bool, broadcastable to ``(B, H, Tq, Tk)``; ``True`` = may attend. Every query
+            row must allow at least one key.
+    Returns ``(B, H, Tq, d)``.
+    """
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
+
+
+class S2SFTEmbeddings(nn.Module):
+    """word + position + token type, then LayerNorm and dropout (BERT's embedding block)."""
+
+    def __init__(self, cfg: S2SFTTransformerConfig):
+        super().__init__()
+        self.word = nn.Embedding(cfg.vocab_size, cfg.embed_dim, padding_idx=cfg.padding_idx)
+        self.position = nn.Embedding(cfg.max_positions, cfg.embed_dim)
+        self.token_type = nn.Embedding(cfg.type_vocab_size, cfg.embed_dim)
+        self.layer_norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, tokens, positions, token_types):
+        """``(B, T)`` tokens, position ids and token types -> ``(B, T, C)``."""
+        longest = int(positions.max()) if positions.numel() else 0
+        if longest >= self.position.num_embeddings:
+            raise ValueError(
+                f"position {longest} needs more than the model's {self.position.num_embeddings} "
+                "positions: lower --max-source-positions/--max-target-positions (source + target "
+                "must fit) or use an architecture with more --max-positions"
+            )
+        x = self.word(tokens) + self.position(positions) + self.token_type(token_types)  # (B, T, C)
+        return self.dropout(self.layer_norm(x))
+
+
+class S2SFTLayer(nn.Module):
+    """One post-LN Transformer layer whose keys/values may come from elsewhere."""
+
+    def __init__(self, cfg: S2SFTTransformerConfig):
+        super().__init__()
+        if cfg.embed_dim % cfg.attention_heads:
+            raise ValueError(f"embed_dim {cfg.embed_dim} is not a multiple of {cfg.attention_heads} heads")
+        self.heads = cfg.attention_heads
+        self.query = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.key = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.value = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.attn_out = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.attn_layer_norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.ffn_in = nn.Linear(cfg.embed_dim, cfg.ffn_embed_dim)
+        self.ffn_out = nn.Linear(cfg.ffn_embed_dim, cfg.embed_dim)
+        self.ffn_layer_norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.attention_dropout = cfg.attention_dropout
+
+    def _split_heads(self, x):
+        B, T, C = x.shape
+        return x.view(B, T, self.heads, C // self.heads).transpose(1, 2)  # (B, H, T, d)
+
+    def keys_values(self, x) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(B, T, C)`` layer input -> keys and values ``(B, H, T, d)`` of these rows."""
+        return self._split_heads(self.key(x)), self._split_heads(self.value(x))
+
+    def forward(self, x, keys, values, allowed):
+        """Rows ``x`` ``(B, T, C)`` attend to ``keys``/``values`` ``(B, H, K, d)`` where
+        ``allowed`` ``(B or 1, 1, T, K)`` says so; returns the layer output ``(B, T, C)``."""
+        B, T, C = x.shape
+        q = self._split_heads(self.query(x))  # (B, H, T, d)
+        p = self.attention_dropout if self.training else 0.0
+        a = attend(q, keys, values, allowed, p).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        x = self.attn_layer_norm(x + self.dropout(self.attn_out(a)))
+        h = self.ffn_out(F.gelu(self.ffn_in(x)))  # (B, T, C)
+        return self.ffn_layer_norm(x + self.dropout(h))
+
+
+class S2SFTLMHead(nn.Module):
+    """dense -> GELU -> LayerNorm -> tied word embeddings + bias (BERT's MLM head)."""
+
+    def __init__(self, cfg: S2SFTTransformerConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.layer_norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.weight = word_embeddings.weight
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+
+    def forward(self, x):
+        x = self.layer_norm(F.gelu(self.dense(x)))  # (B, T, C)
+        return F.linear(x, self.weight, self.bias)  # (B, T, V)
+
+
+Cache = Tuple[List[torch.Tensor], List[torch.Tensor]]  # per layer keys, values (B, H, K, d)
+
+
+class S2SFTTransformer(nn.Module):
+    """Embeddings, ``layers`` post-LN layers and the MLM head of s2s-ft (Section 2)."""
+
+    def __init__(self, cfg: S2SFTTransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embeddings = S2SFTEmbeddings(cfg)
+        self.layers = nn.ModuleList(S2SFTLayer(cfg) for _ in range(cfg.layers))
+        self.lm_head = S2SFTLMHead(cfg, self.embeddings.word)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        """BERT's initialization: normal(0, init_std) weights, zero biases, unit LayerNorm."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=self.cfg.init_std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def forward_packed(self, tokens, positions, token_types, allowed):
+        """One pass over a packed sequence (e.g. ``[source; target; pseudo]``).
+
+        Args:
+            tokens, positions, token_types: LongTensor ``(B, T)``.
+            allowed: bool ``(B or 1, 1, T, T)``, e.g. a structural mask of :mod:`.masks`
+                combined with the key padding.
+        Returns the last hidden states ``(B, T, C)``.
+        """
+        x = self.embeddings(tokens, positions, token_types)  # (B, T, C)
+        for layer in self.layers:
+            k, v = layer.keys_values(x)  # (B, H, T, d)
+            x = layer(x, k, v, allowed)
+        return x
+
+    def extend(self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None):
+        """Compute new rows against cached keys/values of earlier rows.
+
+        Args:
+            tokens, positions, token_types: LongTensor ``(B, T)`` of the new rows.
+            allowed: bool ``(B or 1, 1, T, K + T)`` over ``[prefix; new rows]``.
+            prefix: per-layer keys and values ``(B, H, K, d)`` of the earlier rows, or None.
+        Returns ``(hidden (B, T, C), (keys, values))`` where keys/values are those of the new
+        rows only, per layer ``(B, H, T, d)``.
+        """
+        x = self.embeddings(tokens, positions, token_types)  # (B, T, C)
+        new_keys, new_values = [], []
+        for i, layer in enumerate(self.layers):
+            k, v = layer.keys_values(x)  # (B, H, T, d)
+            new_keys.append(k)
+            new_values.append(v)
+            if prefix is not None:
+                k = torch.cat([prefix[0][i], k], dim=2)  # (B, H, K+T, d)
+                v = torch.cat([prefix[1][i], v], dim=2)
+            x = layer(x, k, v, allowed)
+        return x, (new_keys, new_values)
+
+    def logits(self, hidden):
+        """``(B, T, C)`` -> vocabulary logits ``(B, T, V)``."""
+        return self.lm_head(hidden)

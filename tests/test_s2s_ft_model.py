@@ -1,0 +1,165 @@
+"""s2s-ft model properties: split == packed pass, cached decoding == full forward, padding
+invariance, and fairseq's SequenceGenerator scores == full forward scores."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+from fairseq.sequence_generator import SequenceGenerator
+
+import user_dir  # noqa: F401  (registers s2s_ft)
+from fairseq_ext.s2s_ft.masks import pseudo_masked_attention_mask, seq2seq_attention_mask
+from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
+
+VOCAB = 40
+TOL = 1e-5
+
+
+def make_dictionary():
+    d = Dictionary()
+    for i in range(VOCAB):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<mask>")
+    return d
+
+
+def make_model(method, seed=0, **overrides):
+    torch.manual_seed(seed)
+    d = make_dictionary()
+    sizes = dict(
+        embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
+        max_positions=64, max_source_positions=24, max_target_positions=16,
+    )  # fmt: skip
+    cfg = S2SFTConfig(s2s_method=method, **{**sizes, **overrides})
+    task = SimpleNamespace(source_dictionary=d, target_dictionary=d, cfg=SimpleNamespace(left_pad_target=False))
+    return S2SFTModel.build_model(cfg, task).eval(), d
+
+
+def batch(d, left_pad=True, seed=1):
+    """Two sources of different lengths (padded) and two targets (right-padded)."""
+    g = torch.Generator().manual_seed(seed)
+    srcs = [torch.randint(d.nspecial, VOCAB, (n,), generator=g) for n in (7, 4)]
+    tgts = [torch.randint(d.nspecial, VOCAB, (n,), generator=g) for n in (5, 3)]
+    S, T = max(len(s) for s in srcs) + 1, max(len(t) for t in tgts) + 1
+    src = torch.full((2, S), d.pad())
+    prev = torch.full((2, T), d.pad())
+    tgt = torch.full((2, T), d.pad())
+    for i, (s, t) in enumerate(zip(srcs, tgts)):
+        s = torch.cat([s, torch.tensor([d.eos()])])
+        if left_pad:
+            src[i, S - len(s) :] = s
+        else:
+            src[i, : len(s)] = s
+        prev[i, : len(t) + 1] = torch.cat([torch.tensor([d.eos()]), t])
+        tgt[i, : len(t) + 1] = torch.cat([t, torch.tensor([d.eos()])])
+    return src, src.ne(d.pad()).sum(1), prev, tgt
+
+
+def packed_logits(model, d, src, prev, method):
+    """Reference: one pass over [<s> source; target rows (; [P])] with the paper's mask."""
+    body = model.encoder.body
+    rows = []
+    for i in range(src.size(0)):
+        s = torch.cat([torch.tensor([d.bos()]), src[i][src[i].ne(d.pad())]])
+        n_tgt = int(prev[i].ne(d.pad()).sum())
+        p = prev[i, :n_tgt]
+        S = len(s)
+        if method == "causal":
+            tokens = torch.cat([s, p])
+            mask = seq2seq_attention_mask(S, n_tgt)
+            pos = torch.arange(S + n_tgt)
+        else:
+            ctx = torch.cat([p[1:], torch.tensor([d.pad()])])
+            tokens = torch.cat([s, ctx, torch.full((n_tgt,), d.index("<mask>"))])
+            mask = pseudo_masked_attention_mask(S, n_tgt)
+            pos = torch.cat([torch.arange(S + n_tgt), S + torch.arange(n_tgt)])
+        types = (torch.arange(len(tokens)) >= S).long()
+        hidden = body.forward_packed(tokens[None], pos[None], types[None], mask[None, None])
+        rows.append(body.logits(hidden[0, -n_tgt:]))
+    return rows
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_split_encoder_decoder_equals_packed_pass(method, left_pad):
+    model, d = make_model(method)
+    src, lengths, prev, _ = batch(d, left_pad)
+    with torch.no_grad():
+        logits, _ = model.decoder(prev, model.encoder(src, lengths))
+        reference = packed_logits(model, d, src, prev, method)
+    for i, ref in enumerate(reference):
+        torch.testing.assert_close(logits[i, : len(ref)], ref, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
+def test_cached_decoding_equals_full_forward(method):
+    model, d = make_model(method)
+    src, lengths, prev, _ = batch(d)
+    with torch.no_grad():
+        encoder_out = model.encoder(src, lengths)
+        full, _ = model.decoder(prev, encoder_out)
+        state = {}
+        for step in range(prev.size(1)):
+            logits, _ = model.decoder(prev[:, : step + 1], encoder_out, incremental_state=state)
+            assert logits.shape == (2, 1, len(d))
+            keep = prev[:, step].ne(d.pad())  # only real steps are comparable
+            torch.testing.assert_close(logits[keep, 0], full[keep, step], atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
+def test_padding_invariance(method):
+    model, d = make_model(method)
+    src, lengths, prev, _ = batch(d)
+    with torch.no_grad():
+        both, _ = model.decoder(prev, model.encoder(src, lengths))
+        n_src, n_tgt = int(lengths[1]), int(prev[1].ne(d.pad()).sum())
+        alone, _ = model.decoder(prev[1:, :n_tgt], model.encoder(src[1:, -n_src:], lengths[1:]))
+    torch.testing.assert_close(both[1, :n_tgt], alone[0], atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
+def test_sequence_generator_scores_equal_full_forward(method):
+    """fairseq's beam search with the cache scores each hypothesis as the full forward does."""
+    model, d = make_model(method, seed=3)
+    src, lengths, _, _ = batch(d)
+    generator = SequenceGenerator([model], d, beam_size=3, max_len_b=8, min_len=2, no_repeat_ngram_size=2)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths}}
+    with torch.no_grad():
+        hypos = generator.forward(sample)
+        for i, beams in enumerate(hypos):
+            for hypo in beams[:2]:
+                tokens = hypo["tokens"]  # ends with </s>
+                prev = torch.cat([torch.tensor([d.eos()]), tokens[:-1]])[None]
+                logits, _ = model.decoder(prev, model.encoder(src[i : i + 1], lengths[i : i + 1]))
+                lprobs = model.get_normalized_probs((logits, None), log_probs=True)[0]
+                expected = lprobs.gather(1, tokens[:, None])[:, 0]
+                torch.testing.assert_close(hypo["positional_scores"], expected, atol=1e-4, rtol=0)
+
+
+def test_training_forward_masks_and_noise():
+    for method in ("causal", "masked", "pseudo"):
+        model, d = make_model(method, target_mask_prob=0.5, source_mask_prob=0.2)
+        model.train()
+        src, src_lengths, prev, tgt = batch(d)
+        logits, extra = model(src, src_lengths, prev, target=tgt)
+        assert logits.shape == (2, prev.size(1), len(d))
+        if method == "masked":
+            mask = extra["loss_mask"]
+            assert mask.any(dim=1).all() and not mask[tgt.eq(d.pad())].any()
+        else:
+            assert extra["loss_mask"] is None
+        logits.sum().backward()  # gradients flow through the shared body
+        assert model.encoder.body.embeddings.word.weight.grad is not None
+
+
+def test_clear_errors():
+    model, d = make_model("masked")
+    src, lengths, prev, _ = batch(d)
+    with pytest.raises(ValueError, match="--criterion s2s_ft"):
+        model(src, lengths, prev)
+    with pytest.raises(ValueError, match="exceeds the model's"):
+        make_model("pseudo", max_positions=30)
+    long_src = torch.randint(d.nspecial, VOCAB, (1, 70))
+    with pytest.raises(ValueError, match="positions"):
+        model.encoder(long_src, torch.tensor([70]))

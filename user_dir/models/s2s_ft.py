@@ -1,0 +1,186 @@
+"""``s2s_ft``: one shared bidirectional Transformer fine-tuned for seq2seq (Bao et al.).
+
+The library is :mod:`fairseq_ext.s2s_ft`; this file registers the model, its configuration
+and its named sizes. ``--s2s-method`` picks causal, masked or pseudo-masked fine-tuning;
+``--init-from-hf DIR`` starts from a HF BERT/RoBERTa checkpoint whose vocabulary the data
+use (``python -m fairseq_ext.s2s_ft.prepare_wordpiece``). Train with
+``--task s2s_ft_summarization --criterion s2s_ft``.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
+from omegaconf import II
+
+from fairseq_ext.s2s_ft.convert import load_pretrained
+from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, mask_index
+from fairseq_ext.s2s_ft.noising import noise_tokens
+from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
+
+
+@dataclass
+class S2SFTConfig(FairseqDataclass):
+    s2s_method: ChoiceEnum(METHODS) = field(
+        default="pseudo",
+        metadata={"help": "fine-tuning method: causal (position shift), masked (predict noised "
+                  "target tokens) or pseudo (a [P] per target token; the paper's default)"},
+    )
+    target_mask_prob: float = field(
+        default=0.5,
+        metadata={"help": "share of target tokens noised: masked = the tokens masked and predicted; "
+                  "pseudo/causal = teacher-forced context tokens noised during training"},
+    )
+    source_mask_prob: float = field(
+        default=0.0, metadata={"help": "share of source tokens noised during training (never predicted)"}
+    )
+    mask_ratio: float = field(default=0.8, metadata={"help": "share of noised tokens replaced by the mask token"})
+    random_ratio: float = field(
+        default=0.1, metadata={"help": "share of noised tokens replaced by a random token (the rest stay)"}
+    )
+    embed_dim: int = field(default=768, metadata={"help": "hidden size"})
+    layers: int = field(default=12, metadata={"help": "number of Transformer layers"})
+    attention_heads: int = field(default=12, metadata={"help": "attention heads per layer"})
+    ffn_embed_dim: int = field(default=3072, metadata={"help": "feed-forward inner size"})
+    max_positions: int = field(
+        default=512, metadata={"help": "learned positions, shared by source + target (BERT: 512)"}
+    )
+    type_vocab_size: int = field(default=2, metadata={"help": "token types (source 0, target 1)"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout on embeddings and sublayer outputs"})
+    attention_dropout: float = field(default=0.1, metadata={"help": "dropout on attention weights"})
+    layer_norm_eps: float = field(default=1e-12, metadata={"help": "LayerNorm epsilon (BERT: 1e-12)"})
+    init_std: float = field(default=0.02, metadata={"help": "std of the normal initialization"})
+    prepend_bos: bool = field(
+        default=True, metadata={"help": "put <s> ([CLS] for BERT data) before every source, as BERT reads"}
+    )
+    init_from_hf: Optional[str] = field(
+        default=None,
+        metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
+                  "from; its vocabulary must be the data's (ignored when loading a checkpoint)"},
+    )
+    max_source_positions: int = II("task.max_source_positions")
+    max_target_positions: int = II("task.max_target_positions")
+
+
+@register_model("s2s_ft", dataclass=S2SFTConfig)
+class S2SFTModel(FairseqEncoderDecoderModel):
+    """s2s-ft: the encoder and the decoder are one Transformer under seq2seq masks
+    (``encoder.body is decoder.body``)."""
+
+    def __init__(self, cfg: S2SFTConfig, encoder, decoder, dictionary):
+        super().__init__(encoder, decoder)
+        self.cfg = cfg
+        self.dictionary = dictionary
+        self.mask_idx = decoder.mask_idx
+
+    @classmethod
+    def build_model(cls, cfg: S2SFTConfig, task):
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        if src_dict.symbols != tgt_dict.symbols:
+            raise ValueError("s2s-ft reads source and target with one embedding: use a joined dictionary")
+        if getattr(task.cfg, "left_pad_target", False):
+            raise ValueError("s2s-ft needs right-padded targets (--left-pad-target False)")
+        needed = cfg.max_source_positions + int(cfg.prepend_bos) + cfg.max_target_positions
+        if needed > cfg.max_positions:
+            raise ValueError(
+                f"--max-source-positions {cfg.max_source_positions} (+{int(cfg.prepend_bos)} for <s>) + "
+                f"--max-target-positions {cfg.max_target_positions} = {needed} exceeds the model's "
+                f"{cfg.max_positions} positions"
+            )
+        body = S2SFTTransformer(
+            S2SFTTransformerConfig(
+                vocab_size=len(src_dict),
+                padding_idx=src_dict.pad(),
+                embed_dim=cfg.embed_dim,
+                layers=cfg.layers,
+                attention_heads=cfg.attention_heads,
+                ffn_embed_dim=cfg.ffn_embed_dim,
+                max_positions=cfg.max_positions,
+                type_vocab_size=cfg.type_vocab_size,
+                dropout=cfg.dropout,
+                attention_dropout=cfg.attention_dropout,
+                layer_norm_eps=cfg.layer_norm_eps,
+                init_std=cfg.init_std,
+            )
+        )
+        if cfg.init_from_hf:
+            load_pretrained(body, cfg.init_from_hf, src_dict.symbols)
+        encoder = S2SFTEncoder(src_dict, body, prepend_bos=cfg.prepend_bos)
+        decoder = S2SFTDecoder(tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions)
+        return cls(cfg, encoder, decoder, tgt_dict)
+
+    def _noise(self, tokens, eligible, prob, at_least_one=False):
+        return noise_tokens(
+            tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
+            self.cfg.mask_ratio, self.cfg.random_ratio, at_least_one=at_least_one,
+        )  # fmt: skip
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):
+        """The fine-tuning objective's forward pass.
+
+        Returns ``(logits (B, T, V), extra)`` where ``extra["loss_mask"]`` (bool ``(B, T)``, or
+        None for every non-pad target) marks the target positions that are predicted.
+        """
+        pad = self.dictionary.pad()
+        if self.training and self.cfg.source_mask_prob > 0:
+            eligible = src_tokens.ge(self.dictionary.nspecial)  # never </s>, <pad>
+            src_tokens, _ = self._noise(src_tokens, eligible, self.cfg.source_mask_prob)
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
+        if self.cfg.s2s_method == "masked":
+            if target is None:
+                raise ValueError("masked fine-tuning predicts noised targets: train with --criterion s2s_ft")
+            rows, selected = self._noise(target, target.ne(pad), self.cfg.target_mask_prob, at_least_one=True)
+            logits, extra = self.decoder(prev_output_tokens, encoder_out, target_rows=rows)
+            extra["loss_mask"] = selected
+            return logits, extra
+        if self.training and self.cfg.target_mask_prob > 0:
+            eligible = prev_output_tokens.ne(pad)
+            eligible[:, 0] = False  # the start symbol stays
+            prev_output_tokens, _ = self._noise(prev_output_tokens, eligible, self.cfg.target_mask_prob)
+        logits, extra = self.decoder(prev_output_tokens, encoder_out)
+        extra["loss_mask"] = None
+        return logits, extra
+
+    def max_positions(self):
+        return (self.cfg.max_source_positions, self.cfg.max_target_positions)
+
+
+@register_model_architecture("s2s_ft", "s2s_ft_base")
+def s2s_ft_base(args):
+    """BERT-base / RoBERTa-base: 12 layers, 768 wide, 12 heads, 3072 FFN, 512 positions."""
+    args.embed_dim = getattr(args, "embed_dim", 768)
+    args.layers = getattr(args, "layers", 12)
+    args.attention_heads = getattr(args, "attention_heads", 12)
+    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 3072)
+    args.max_positions = getattr(args, "max_positions", 512)
+
+
+@register_model_architecture("s2s_ft", "s2s_ft_large")
+def s2s_ft_large(args):
+    """BERT-large / RoBERTa-large: 24 layers, 1024 wide, 16 heads, 4096 FFN."""
+    args.embed_dim = getattr(args, "embed_dim", 1024)
+    args.layers = getattr(args, "layers", 24)
+    args.attention_heads = getattr(args, "attention_heads", 16)
+    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 4096)
+    s2s_ft_base(args)
+
+
+@register_model_architecture("s2s_ft", "s2s_ft_minilm_l6_h384")
+def s2s_ft_minilm_l6_h384(args):
+    """MiniLM-L6-H384 (all-MiniLM-L6-v2's shape): 6 layers, 384 wide, 12 heads, 1536 FFN."""
+    args.embed_dim = getattr(args, "embed_dim", 384)
+    args.layers = getattr(args, "layers", 6)
+    args.attention_heads = getattr(args, "attention_heads", 12)
+    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 1536)
+    s2s_ft_base(args)
+
+
+@register_model_architecture("s2s_ft", "s2s_ft_tiny")
+def s2s_ft_tiny(args):
+    """For tests: 2 layers, 64 wide, 4 heads, 128 FFN."""
+    args.embed_dim = getattr(args, "embed_dim", 64)
+    args.layers = getattr(args, "layers", 2)
+    args.attention_heads = getattr(args, "attention_heads", 4)
+    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 128)
+    s2s_ft_base(args)
