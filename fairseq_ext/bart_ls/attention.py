@@ -1,0 +1,228 @@
+"""BART-LS encoder self-attention: block-sparse cores, one module per mechanism.
+
+BART-LS (Xiong et al. 2022, "Adapting Pretrained Text-to-Text Models for Long Text
+Sequences", section 2.1) keeps BART's projections and replaces the encoder's full attention
+by attention inside blocks, with three optional long-range mechanisms; this module holds the
+three block cores and the projection module that wraps them:
+
+* :class:`BlockAttention` -- non-overlapping blocks of ``block_size`` tokens;
+* :class:`OverlappingBlockAttention` -- a block also attends to half of its left and half of
+  its right neighbour block;
+* :class:`GlobalBlockAttention` -- the first ``num_global`` tokens of every block attend to,
+  and are attended by, every token (same projections as the other tokens).
+
+A core maps ``(q, k, v, padding_mask, block_size) -> out`` on ``(B, H, T, D)`` tensors with
+``T`` a multiple of ``block_size``. :class:`BlockSparseSelfAttention` owns the projections
+(named as in fairseq's ``MultiheadAttention``, so BART's weights load unchanged), aligns every
+row's real tokens to position 0, pads to a block multiple itself (the public code asserts on
+the caller instead), and optionally adds the pooled attention of
+:mod:`fairseq_ext.bart_ls.pooling` residually (the paper's pooling-augmented layers).
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .masks import effective_block_size, ensure_nonempty_rows, left_align_index
+
+
+def _attend(q, k, v, allowed, dropout, training):
+    """Scaled dot-product attention with a boolean ``allowed`` mask (broadcastable)."""
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=ensure_nonempty_rows(allowed), dropout_p=dropout if training else 0.0
+    )
+
+
+def _blocks(x, block_size):
+    """(B, H, T, D) -> (B, H, n, w, D) with ``T = n * w``."""
+    batch, heads, length, dim = x.shape
+    return x.view(batch, heads, length // block_size, block_size, dim)
+
+
+class BlockAttention(nn.Module):
+    """Attention within non-overlapping blocks (the paper's "block" / public
+    ``block_noglobal``): token ``i`` sees token ``j`` iff ``i // w == j // w``.
+
+    Cost per layer is ``O(T * w)`` time and memory instead of ``O(T^2)``.
+    """
+
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q, k, v, padding_mask, block_size):
+        batch, heads, length, dim = q.shape
+        n_blocks = length // block_size
+        allowed = ~padding_mask.view(batch, 1, n_blocks, 1, block_size)  # (B, 1, n, 1, w)
+        out = _attend(
+            _blocks(q, block_size), _blocks(k, block_size), _blocks(v, block_size),
+            allowed, self.dropout, self.training,
+        )  # (B, H, n, w, D)
+        return out.reshape(batch, heads, length, dim)
+
+
+class OverlappingBlockAttention(nn.Module):
+    """Blocks of ``w`` queries attend to keys ``[start - w/2, end + w/2)`` (the paper's
+    overlapping windows, a blocked version of Longformer's sliding window).
+
+    Keys outside the sequence count as padding. ``block_size`` must be even.
+    """
+
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q, k, v, padding_mask, block_size):
+        if block_size % 2:
+            raise ValueError(f"overlapping blocks need an even block size, got {block_size}")
+        batch, heads, length, dim = q.shape
+        half = block_size // 2
+        window = 2 * block_size
+
+        def windows(x):  # (B, H, T, D) -> (B, H, n, 2w, D)
+            padded = F.pad(x, (0, 0, half, half))  # (B, H, T + w, D)
+            return padded.unfold(2, window, block_size).transpose(-1, -2)
+
+        key_pad = F.pad(padding_mask, (half, half), value=True)  # (B, T + w)
+        allowed = ~key_pad.unfold(1, window, block_size).unsqueeze(1).unsqueeze(3)  # (B, 1, n, 1, 2w)
+        out = _attend(
+            _blocks(q, block_size), windows(k), windows(v), allowed, self.dropout, self.training
+        )  # (B, H, n, w, D)
+        return out.reshape(batch, heads, length, dim)
+
+
+class GlobalBlockAttention(nn.Module):
+    """Block attention plus global tokens: the first ``num_global`` tokens of every block
+    attend to all tokens, and all tokens attend to them (projections shared).
+
+    Regular queries attend to their own block and to the global tokens of the other blocks
+    (their own block's globals are already in the block); global queries attend to all
+    ``T`` keys. With ``n = T / w`` blocks the cost is ``O(T * (w + n * g))``.
+    """
+
+    def __init__(self, num_global, dropout=0.0):
+        super().__init__()
+        if num_global < 1:
+            raise ValueError(f"global attention needs at least one global token per block, got {num_global}")
+        self.num_global = num_global
+        self.dropout = dropout
+
+    def forward(self, q, k, v, padding_mask, block_size):
+        batch, heads, length, dim = q.shape
+        n_blocks = length // block_size
+        n_global = min(self.num_global, block_size)
+        blocked_pad = padding_mask.view(batch, n_blocks, block_size)  # (B, n, w)
+        qb, kb, vb = _blocks(q, block_size), _blocks(k, block_size), _blocks(v, block_size)
+
+        # global keys/values of all blocks, shown to every block's regular queries
+        k_glob = kb[:, :, :, :n_global].reshape(batch, heads, n_blocks * n_global, dim)  # (B, H, n*g, D)
+        v_glob = vb[:, :, :, :n_global].reshape(batch, heads, n_blocks * n_global, dim)  # (B, H, n*g, D)
+        expand = (batch, heads, n_blocks, n_blocks * n_global, dim)
+        keys = torch.cat([kb, k_glob.unsqueeze(2).expand(expand)], dim=3)  # (B, H, n, w + n*g, D)
+        values = torch.cat([vb, v_glob.unsqueeze(2).expand(expand)], dim=3)  # (B, H, n, w + n*g, D)
+        glob_pad = blocked_pad[:, :, :n_global].reshape(batch, 1, n_blocks * n_global)  # (B, 1, n*g)
+        glob_block = torch.arange(n_blocks, device=q.device).repeat_interleave(n_global)  # (n*g,)
+        other_block = glob_block.unsqueeze(0) != torch.arange(n_blocks, device=q.device).unsqueeze(1)  # (n, n*g)
+        allowed = torch.cat(
+            [~blocked_pad, ~glob_pad & other_block.unsqueeze(0)], dim=2
+        ).view(batch, 1, n_blocks, 1, block_size + n_blocks * n_global)  # (B, 1, n, 1, w + n*g)
+        out_regular = _attend(
+            qb[:, :, :, n_global:], keys, values, allowed, self.dropout, self.training
+        )  # (B, H, n, w - g, D)
+
+        q_glob = qb[:, :, :, :n_global].reshape(batch, heads, n_blocks * n_global, dim)  # (B, H, n*g, D)
+        out_glob = _attend(
+            q_glob, k, v, ~padding_mask.view(batch, 1, 1, length), self.dropout, self.training
+        )  # (B, H, n*g, D)
+        out = torch.cat(
+            [out_glob.view(batch, heads, n_blocks, n_global, dim), out_regular], dim=3
+        )  # (B, H, n, w, D)
+        return out.reshape(batch, heads, length, dim)
+
+
+MECHANISMS = ("block", "overlapping", "global")
+
+
+def build_block_core(mechanism, num_global=64, dropout=0.0):
+    """The attention core named by ``mechanism`` (one of :data:`MECHANISMS`)."""
+    if mechanism == "block":
+        return BlockAttention(dropout)
+    if mechanism == "overlapping":
+        return OverlappingBlockAttention(dropout)
+    if mechanism == "global":
+        return GlobalBlockAttention(num_global, dropout)
+    raise ValueError(f"unknown block attention {mechanism!r}; choose one of {MECHANISMS}")
+
+
+class BlockSparseSelfAttention(nn.Module):
+    """Encoder self-attention with BART's projections and a block-sparse core.
+
+    Called like fairseq's ``MultiheadAttention`` by ``TransformerEncoderLayer``
+    (``query`` (T, B, C), ``key_padding_mask`` (B, T) with ``True`` at padding) and returns
+    ``(out, None)``. Any length works: rows are left-aligned (:func:`left_align_index`) and
+    padded to a block multiple here, so the output at real tokens does not depend on how much
+    padding the batch carries. With ``pooling`` (a :class:`~.pooling.PooledAttention`) the
+    pooled attention over this module's output is added to it (the paper's Figure 1).
+    """
+
+    def __init__(self, embed_dim, num_heads, core, block_size, pooling=None, bias=True):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if block_size < 1:
+            raise ValueError(f"block_size must be positive, got {block_size}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.block_size = block_size
+        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.core = core
+        self.pooling = pooling
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """fairseq's ``MultiheadAttention`` initialization (self-attention case)."""
+        for proj in (self.k_proj, self.v_proj, self.q_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=2**-0.5)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        if self.out_proj.bias is not None:
+            nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def _heads(self, x):
+        """(B, T, C) -> (B, H, T, D)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False,
+                attn_mask=None, **unused):
+        if attn_mask is not None:
+            raise ValueError("block-sparse encoder attention takes no attn_mask; it builds its own")
+        if key is not None and key is not query:
+            raise ValueError("block-sparse attention is self-attention only (key must be query)")
+        length, batch, _ = query.shape
+        padding_mask = (
+            key_padding_mask.bool() if key_padding_mask is not None
+            else query.new_zeros(batch, length, dtype=torch.bool)
+        )  # (B, T)
+        index, inverse = left_align_index(padding_mask)  # (B, T), (B, T)
+        x = query.transpose(0, 1).gather(1, index.unsqueeze(-1).expand(-1, -1, self.embed_dim))  # (B, T, C)
+        padding_mask = padding_mask.gather(1, index)  # (B, T)
+
+        block = effective_block_size(length, self.block_size)
+        extra = -length % block
+        x_padded = F.pad(x, (0, 0, 0, extra))  # (B, L, C), L a multiple of block
+        pad_padded = F.pad(padding_mask, (0, extra), value=True)  # (B, L)
+        q = self._heads(self.q_proj(x_padded))  # (B, H, L, D)
+        k = self._heads(self.k_proj(x_padded))  # (B, H, L, D)
+        v = self._heads(self.v_proj(x_padded))  # (B, H, L, D)
+        out = self.core(q, k, v, pad_padded, block)  # (B, H, L, D)
+        out = out.transpose(1, 2).reshape(batch, length + extra, self.embed_dim)[:, :length]  # (B, T, C)
+        out = self.out_proj(out)  # (B, T, C)
+        if self.pooling is not None:
+            out = out + self.pooling(out, padding_mask)  # (B, T, C)
+        out = out.masked_fill(padding_mask.unsqueeze(-1), 0.0)  # (B, T, C)
+        out = out.gather(1, inverse.unsqueeze(-1).expand(-1, -1, self.embed_dim))  # (B, T, C)
+        return out.transpose(0, 1), None  # (T, B, C)

@@ -1,0 +1,82 @@
+"""Pooling-augmented attention of BART-LS (section 2.1, Figure 1).
+
+In the top encoder layers a second attention reads the block attention's output ``X``
+(``(B, T, C)``): ``Q, K, V`` are projections of ``X``; ``K`` and ``V`` are average-pooled over
+time with a fixed kernel/stride to ``S << T`` slots; ``softmax(Q K~^T) V~`` (``O(T * S)``)
+is returned, and the caller adds it to ``X``. As in the public code, the projections of
+padding rows are zeroed before pooling and a pooled slot is masked only when it covers no
+real token; defaults there are kernel 18, stride 12, padding 9. Unlike the public code, the
+time axis is extended by one kernel of zero rows first, so that the last partial window exists
+for every batch padding (and outputs of real tokens do not depend on padding).
+"""
+
+import torch.nn.functional as F
+from torch import nn
+
+from .masks import ensure_nonempty_rows, pooled_key_mask
+
+
+class PooledAttention(nn.Module):
+    """Multi-head attention from every token to average-pooled keys/values of the sequence.
+
+    Args:
+        embed_dim: model width ``C``.
+        num_heads: attention heads (``C`` must be divisible by it).
+        kernel_size, stride, padding: the time-axis ``avg_pool1d`` applied to keys/values.
+        dropout: attention-probability dropout.
+    """
+
+    def __init__(self, embed_dim, num_heads, kernel_size, stride, padding, dropout=0.0, bias=True):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if not 0 <= 2 * padding <= kernel_size:
+            raise ValueError(f"pooling padding {padding} must be between 0 and half the kernel {kernel_size}")
+        if stride < 1:
+            raise ValueError(f"pooling stride must be positive, got {stride}")
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dropout = dropout
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=2**-0.5)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        if bias:
+            nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def _pool(self, x):
+        """(B, T, C) -> (B, S, C): average over time windows."""
+        return F.avg_pool1d(
+            x.transpose(1, 2), self.kernel_size, self.stride, self.padding, count_include_pad=True
+        ).transpose(1, 2)
+
+    def _heads(self, x):
+        """(B, T, C) -> (B, H, T, D)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x, padding_mask):
+        """``x`` (B, T, C), ``padding_mask`` (B, T) ``True`` at padding -> (B, T, C)."""
+        batch, length, dim = x.shape
+        # a kernel of zero rows on the right makes every window that touches a real token
+        # exist whatever the batch padding, so real outputs do not depend on it
+        extra = self.kernel_size
+        keep = ~padding_mask.unsqueeze(-1)  # (B, T, 1)
+        k = F.pad(self.k_proj(x) * keep, (0, 0, 0, extra))  # (B, T', C), padding rows zero
+        v = F.pad(self.v_proj(x) * keep, (0, 0, 0, extra))  # (B, T', C)
+        slot_pad = F.pad(padding_mask, (0, extra), value=True)  # (B, T')
+        allowed = pooled_key_mask(slot_pad, self.kernel_size, self.stride, self.padding)  # (B, S)
+        q = self._heads(self.q_proj(x))  # (B, H, T, D)
+        k = self._heads(self._pool(k))  # (B, H, S, D)
+        v = self._heads(self._pool(v))  # (B, H, S, D)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=ensure_nonempty_rows(allowed.view(batch, 1, 1, -1)),
+            dropout_p=self.dropout if self.training else 0.0,
+        )  # (B, H, T, D)
+        return self.out_proj(out.transpose(1, 2).reshape(batch, length, dim))  # (B, T, C)

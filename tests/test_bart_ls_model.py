@@ -1,0 +1,135 @@
+"""``bart_ls`` model: equals fairseq's BART on the same weights when one block covers the input,
+converter (positions tiled, sentinels, pooling weights), padding invariance of the whole model."""
+
+import pytest
+import torch
+from fairseq import options, tasks
+from fairseq.data import Dictionary
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
+from fairseq_ext.bart_ls.convert import extend_bart_state_dict, tile_positions
+
+VOCAB = 40
+BART_POSITIONS = 64
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A data directory with just a joined dictionary (all a model needs to be built)."""
+    path = tmp_path_factory.mktemp("bart_ls_dict")
+    dictionary = Dictionary()
+    for i in range(VOCAB):
+        dictionary.add_symbol(f"w{i}")
+    for side in ("source", "target"):
+        dictionary.save(str(path / f"dict.{side}.txt"))
+    return path
+
+
+def build(data_dir, arch, *flags):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [str(data_dir), "--task", "abstractive_summarization", "--arch", arch, "--user-dir",
+                 user_dir.hub.USER_DIR, "--dropout", "0", *flags],
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(0)
+    return task, task.build_model(cfg.model).eval()
+
+
+def batch(task, lengths, seed=0):
+    """Left-padded sources of the given lengths (as fairseq collates them) and decoder inputs."""
+    gen = torch.Generator().manual_seed(seed)
+    dictionary = task.source_dictionary
+    width = max(lengths)
+    src = torch.full((len(lengths), width), dictionary.pad())
+    for row, length in enumerate(lengths):
+        src[row, width - length:-1] = torch.randint(dictionary.nspecial, len(dictionary), (length - 1,), generator=gen)
+        src[row, -1] = dictionary.eos()
+    prev = torch.randint(dictionary.nspecial, len(dictionary), (len(lengths), 7), generator=gen)
+    prev[:, 0] = dictionary.eos()
+    return src, torch.tensor(lengths), prev
+
+
+def convert(bart, bart_ls_args, num_sentinels=0, pooling_layers=0):
+    cfg = bart.args
+    return extend_bart_state_dict(
+        bart.state_dict(), padding_idx=1, dict_size=len(bart.encoder.dictionary),
+        max_source_positions=bart_ls_args["max_source_positions"], num_sentinels=num_sentinels,
+        encoder_layers=cfg.encoder_layers, embed_dim=cfg.encoder_embed_dim, heads=cfg.encoder_attention_heads,
+        pooling_layers=pooling_layers, pooling_kernel=6, pooling_stride=4, pooling_padding=3,
+    )
+
+
+SIZES = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+         "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+         "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
+
+
+@pytest.mark.parametrize("mechanism", ["block", "overlapping", "global"])
+def test_one_block_equals_bart(data_dir, mechanism):
+    """Block size >= input length, no pooling: the BART-LS forward is BART's forward."""
+    task, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
+    _, bart_ls = build(
+        data_dir, "bart_ls_tiny", *SIZES, "--max-source-positions", "256", "--encoder-attention", mechanism,
+        "--block-size", "64", "--global-tokens", "4", "--pooling-layers", "0",
+    )
+    bart_ls.load_state_dict(convert(bart, {"max_source_positions": 256}))
+    src, lengths, prev = batch(task, [50, 31, 12])
+    expected, _ = bart(src, lengths, prev)
+    got, _ = bart_ls(src, lengths, prev)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_small_blocks_differ_from_bart(data_dir):
+    """Sanity: with blocks shorter than the input, the encoder is no longer BART's."""
+    task, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
+    _, bart_ls = build(data_dir, "bart_ls_tiny", *SIZES, "--max-source-positions", "256",
+                       "--block-size", "8", "--pooling-layers", "0")
+    bart_ls.load_state_dict(convert(bart, {"max_source_positions": 256}))
+    src, lengths, _ = batch(task, [50])
+    got = bart_ls.encoder(src, lengths)["encoder_out"][0]  # (T, B, C)
+    expected = bart.encoder(src, lengths)["encoder_out"][0]
+    assert (got - expected).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("mechanism", ["block", "overlapping", "global"])
+def test_model_outputs_do_not_depend_on_padding(data_dir, mechanism):
+    task, model = build(data_dir, "bart_ls_tiny", "--encoder-attention", mechanism, "--block-size", "8",
+                        "--global-tokens", "2", "--pooling-layers", "1")
+    src, lengths, prev = batch(task, [45, 19])
+    together, _ = model(src, lengths, prev)
+    alone, _ = model(src[1:, -19:], lengths[1:], prev[1:])
+    torch.testing.assert_close(together[1:], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_converter_tiles_positions_and_adds_rows(data_dir):
+    _, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
+    state = convert(bart, {"max_source_positions": 150}, num_sentinels=5, pooling_layers=1)
+    old_pos = bart.state_dict()["encoder.embed_positions.weight"]  # (2 + 64, C)
+    new_pos = state["encoder.embed_positions.weight"]
+    assert new_pos.shape[0] == 2 + 150
+    torch.testing.assert_close(new_pos[2 + 64: 2 + 128], old_pos[2:])
+    torch.testing.assert_close(new_pos[2 + 128:], old_pos[2: 2 + 22])
+    assert torch.equal(state["decoder.embed_positions.weight"], bart.state_dict()["decoder.embed_positions.weight"])
+    tokens = state["encoder.embed_tokens.weight"]
+    assert tokens.shape[0] == len(bart.encoder.dictionary) + 5
+    assert torch.equal(tokens[:-5], bart.state_dict()["encoder.embed_tokens.weight"])
+    assert "encoder.layers.1.self_attn.pooling.k_proj.weight" in state
+    assert "encoder.layers.0.self_attn.pooling.k_proj.weight" not in state
+    assert torch.equal(tile_positions(old_pos, 1, 64), old_pos)
+
+
+def test_converter_rejects_a_foreign_dictionary(data_dir):
+    _, bart = build(data_dir, "bart_summ_tiny", *SIZES)
+    with pytest.raises(ValueError, match="dictionary has"):
+        extend_bart_state_dict(bart.state_dict(), padding_idx=1, dict_size=7, max_source_positions=256,
+                               num_sentinels=0, encoder_layers=2, embed_dim=32, heads=2)
+
+
+def test_bad_flags_raise(data_dir):
+    with pytest.raises(ValueError, match="pooling-layers"):
+        build(data_dir, "bart_ls_tiny", "--pooling-layers", "3")
+    with pytest.raises(ValueError, match="even --block-size"):
+        build(data_dir, "bart_ls_tiny", "--encoder-attention", "overlapping", "--block-size", "7")

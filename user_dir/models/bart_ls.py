@@ -1,0 +1,185 @@
+"""``bart_ls``: BART with a long-document encoder (BART-LS, Xiong et al. 2022).
+
+fairseq's ``bart`` model whose encoder self-attention is block-sparse
+(:mod:`fairseq_ext.bart_ls.attention`), chosen by ``--encoder-attention``
+(``block`` | ``overlapping`` | ``global`` | ``full``), with pooling-augmented attention in the
+top ``--pooling-layers`` encoder layers (:mod:`fairseq_ext.bart_ls.pooling`). The decoder is
+BART's, with full attention. Weight names are BART's (pooling weights are new), so a BART
+checkpoint extended by ``python -m fairseq_ext.bart_ls.convert`` loads directly.
+
+Sizes: ``bart_ls_tiny`` (tests), ``bart_ls_base``, ``bart_ls_large`` (16K source positions,
+block 1024, pooling in the top 4 layers: the paper's setting).
+"""
+
+import logging
+from dataclasses import asdict, dataclass, field
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerEncoder
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+
+from fairseq_ext.bart_ls.attention import MECHANISMS, BlockSparseSelfAttention, build_block_core
+from fairseq_ext.bart_ls.pooling import PooledAttention
+
+logger = logging.getLogger(__name__)
+
+ENCODER_ATTENTIONS = MECHANISMS + ("full",)
+
+
+@dataclass
+class BartLSConfig(FairseqDataclass):
+    """The BART-LS fields added to fairseq's BART arguments."""
+
+    encoder_attention: ChoiceEnum(ENCODER_ATTENTIONS) = field(
+        default="block",
+        metadata={"help": "encoder self-attention: block (non-overlapping blocks), overlapping "
+                  "(a block also sees half of each neighbour), global (first --global-tokens of "
+                  "each block are global), full (BART's own attention)"},
+    )
+    block_size: int = field(
+        default=1024, metadata={"help": "tokens per attention block (any input length is padded inside)"}
+    )
+    global_tokens: int = field(
+        default=64, metadata={"help": "global tokens at the start of every block (--encoder-attention global)"}
+    )
+    pooling_layers: int = field(
+        default=4, metadata={"help": "pooling-augmented attention in the top N encoder layers (0: none)"}
+    )
+    pooling_kernel: int = field(default=18, metadata={"help": "average-pooling kernel over time"})
+    pooling_stride: int = field(default=12, metadata={"help": "average-pooling stride over time"})
+    pooling_padding: int = field(
+        default=9, metadata={"help": "zero padding on both ends before pooling (at most half the kernel)"}
+    )
+
+
+def _check(args):
+    if args.pooling_layers < 0 or args.pooling_layers > args.encoder_layers:
+        raise ValueError(
+            f"--pooling-layers {args.pooling_layers} must be between 0 and --encoder-layers {args.encoder_layers}"
+        )
+    if args.encoder_attention == "full" and args.pooling_layers:
+        raise ValueError("--encoder-attention full is BART's encoder; use --pooling-layers 0 with it")
+    if args.encoder_attention == "overlapping" and args.block_size % 2:
+        raise ValueError(f"--encoder-attention overlapping needs an even --block-size, got {args.block_size}")
+    if args.encoder_attention == "global" and not 0 < args.global_tokens < args.block_size:
+        raise ValueError(f"--global-tokens {args.global_tokens} must be in [1, --block-size {args.block_size})")
+
+
+class BartLSEncoderLayer(TransformerEncoderLayerBase):
+    """fairseq's encoder layer with BART-LS self-attention (projections keep BART's names)."""
+
+    def __init__(self, cfg, args, with_pooling):
+        self.bart_ls_args = args
+        self.with_pooling = with_pooling
+        super().__init__(cfg)
+
+    def build_self_attention(self, embed_dim, cfg):
+        args = self.bart_ls_args
+        if args.encoder_attention == "full":
+            return super().build_self_attention(embed_dim, cfg)
+        pooling = None
+        if self.with_pooling:
+            pooling = PooledAttention(
+                embed_dim, cfg.encoder.attention_heads, args.pooling_kernel, args.pooling_stride,
+                args.pooling_padding, dropout=cfg.attention_dropout,
+            )
+        core = build_block_core(args.encoder_attention, args.global_tokens, cfg.attention_dropout)
+        return BlockSparseSelfAttention(
+            embed_dim, cfg.encoder.attention_heads, core, args.block_size, pooling=pooling
+        )
+
+
+class BartLSEncoder(TransformerEncoder):
+    """BART's encoder with :class:`BartLSEncoderLayer` layers; the top ``pooling_layers``
+    of them carry pooled attention."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        self.layers_built = 0
+        super().__init__(args, dictionary, embed_tokens)
+
+    def build_encoder_layer(self, args):
+        index = self.layers_built
+        self.layers_built += 1
+        cfg = TransformerConfig.from_namespace(args)
+        layer = BartLSEncoderLayer(cfg, args, with_pooling=index >= args.encoder_layers - args.pooling_layers)
+        if cfg.checkpoint_activations:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+
+@register_model("bart_ls")
+class BartLSModel(BARTModel):
+    """BART with a block-sparse, pooling-augmented long-document encoder."""
+
+    @classmethod
+    def hub_models(cls):
+        return {}
+
+    @staticmethod
+    def add_args(parser):
+        BARTModel.add_args(parser)
+        gen_parser_from_dataclass(parser, BartLSConfig(), delete_default=True)
+
+    @classmethod
+    def build_model(cls, args, task):
+        bart_ls_base_architecture(args)
+        _check(args)
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return BartLSEncoder(args, src_dict, embed_tokens)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Drop sentinel rows a pre-training dictionary added when fine-tuning without them.
+
+        BART-LS pre-training appends sentinel symbols after the data dictionary; a
+        summarization task on the same dictionary has no sentinels, so the trailing rows of
+        the embeddings are cut (and logged) instead of failing on a size mismatch.
+        """
+        prefix = name + "." if name else ""
+        rows = len(self.encoder.dictionary)
+        key = prefix + "encoder.embed_tokens.weight"
+        loaded = state_dict[key].size(0) if key in state_dict else rows
+        if loaded > rows + 1:
+            logger.info(f"dropping {loaded - rows} trailing embedding rows (sentinels) absent from the dictionary")
+            for part in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
+                         "decoder.output_projection.weight"):
+                if prefix + part in state_dict:
+                    state_dict[prefix + part] = state_dict[prefix + part][:rows]
+        super().upgrade_state_dict_named(state_dict, name)
+
+
+def _set_defaults(args, **sizes):
+    for key, value in sizes.items():
+        setattr(args, key, getattr(args, key, value))
+
+
+@register_model_architecture("bart_ls", "bart_ls_base")
+def bart_ls_base_architecture(args):
+    _set_defaults(args, max_source_positions=16384, max_target_positions=1024)
+    _set_defaults(args, **asdict(BartLSConfig()))
+    bart_base_architecture(args)
+
+
+@register_model_architecture("bart_ls", "bart_ls_large")
+def bart_ls_large_architecture(args):
+    _set_defaults(args, max_source_positions=16384, max_target_positions=1024)
+    bart_large_architecture(args)
+    bart_ls_base_architecture(args)
+
+
+@register_model_architecture("bart_ls", "bart_ls_tiny")
+def bart_ls_tiny_architecture(args):
+    _set_defaults(
+        args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=2,
+        decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=1, decoder_attention_heads=2,
+        max_source_positions=1024, max_target_positions=1024,
+        block_size=16, global_tokens=4, pooling_layers=1, pooling_kernel=6, pooling_stride=4, pooling_padding=3,
+    )
+    bart_ls_base_architecture(args)
