@@ -1,0 +1,139 @@
+"""The phase-one dataset: every block of text yields the inputs of all three losses.
+
+An item of the wrapped dataset is a block of tokens ending with ``</s>`` (fairseq's
+``TokenBlockDataset`` over monolingual data). :class:`ZCodeppPretrainingDataset` turns it into
+
+    original     the block (RTD labels are computed against it)
+    mlm_source   the block with 15% of its word tokens replaced by <mask> (generator input)
+    masked       where those are
+    source       the block with T5-style spans replaced by sentinels (encoder input for CSP)
+    target       sentinel + span, ..., </s> (decoder target for CSP)
+
+and the collater pads them into a fairseq sample whose ``net_input`` drives the
+encoder-decoder (CSP) and whose ``pretraining`` entry drives the generator and discriminator.
+Corruptions are seeded by ``(seed, epoch, index)``.
+"""
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+from .noising import corrupt_spans, mlm_mask, random_spans_noise_mask
+
+
+class ZCodeppPretrainingDataset(FairseqDataset):
+    """MLM, RTD and CSP views of each block of ``dataset``.
+
+    Args:
+        dataset: blocks of tokens (1-D LongTensors).
+        sizes: their lengths.
+        dictionary: the task's dictionary (pad, eos, number of special symbols).
+        mask_idx: index of ``<mask>``.
+        sentinels: indices of the sentinel symbols, in order.
+        max_tokens: longest block kept (longer blocks are cut, ``</s>`` kept).
+        mask_prob, noise_density, mean_span_length: the corruption rates.
+        seed: base seed of the corruptions.
+        shuffle: shuffle the order of the blocks each epoch.
+    """
+
+    def __init__(self, dataset, sizes, dictionary, mask_idx, sentinels, max_tokens,
+                 mask_prob=0.15, noise_density=0.15, mean_span_length=3.0, seed=1, shuffle=True):
+        super().__init__()
+        self.dataset = dataset
+        self.dictionary = dictionary
+        self.mask_idx = mask_idx
+        self.sentinels = list(sentinels)
+        self.max_tokens = max_tokens
+        self.mask_prob = mask_prob
+        self.noise_density = noise_density
+        self.mean_span_length = mean_span_length
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 1
+        self._sizes = np.minimum(np.asarray(sizes), max_tokens)
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return False  # corruptions change with the epoch
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def _block(self, index):
+        tokens = self.dataset[index].long()
+        eos = self.dictionary.eos()
+        if tokens[-1] != eos:
+            tokens = torch.cat([tokens, tokens.new([eos])])
+        if len(tokens) > self.max_tokens:
+            tokens = torch.cat([tokens[: self.max_tokens - 1], tokens.new([eos])])
+        return tokens  # (T,)
+
+    def __getitem__(self, index):
+        rng = np.random.default_rng((self.seed, self.epoch, index))
+        original = self._block(index)  # (T,)
+        body = original[:-1]
+        words = (original >= self.dictionary.nspecial).numpy()
+        masked = torch.from_numpy(mlm_mask(words, self.mask_prob, rng))  # (T,)
+        mlm_source = original.masked_fill(masked, self.mask_idx)
+        if len(body) >= 2:
+            noise = random_spans_noise_mask(len(body), self.noise_density, self.mean_span_length, rng)
+            source, target = corrupt_spans(body, noise, self.sentinels, self.dictionary.eos())
+        else:  # nothing to corrupt: predict the one token from an empty context
+            source, target = original.new([self.sentinels[0], self.dictionary.eos()]), original
+        return {"id": index, "original": original, "mlm_source": mlm_source, "masked": masked,
+                "source": source, "target": target}
+
+    def __len__(self):
+        return len(self.dataset)
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens_vec(self, indices):
+        return self._sizes[indices]
+
+    def filter_indices_by_size(self, indices, max_sizes):
+        """Nothing to filter: blocks are cut to ``max_tokens`` and the task checks that these
+        and their span targets fit the model."""
+        return indices, []
+
+    def ordered_indices(self):
+        if not self.shuffle:
+            return np.arange(len(self))
+        with data_utils.numpy_seed(self.seed, self.epoch):
+            return np.random.permutation(len(self))
+
+    def collater(self, samples):
+        if not samples:
+            return {}
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+
+        def pad_all(key, pad_value=pad, move_eos_to_beginning=False):
+            return data_utils.collate_tokens([s[key] for s in samples], pad_value, eos, left_pad=False,
+                                             move_eos_to_beginning=move_eos_to_beginning)
+
+        source = pad_all("source")  # (B, S)
+        target = pad_all("target")  # (B, U)
+        return {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "ntokens": int(target.ne(pad).sum()),
+            "net_input": {
+                "src_tokens": source,
+                "src_lengths": source.ne(pad).sum(1),
+                "prev_output_tokens": pad_all("target", move_eos_to_beginning=True),  # (B, U)
+            },
+            "target": target,
+            "pretraining": {
+                "original": pad_all("original"),  # (B, T)
+                "mlm_source": pad_all("mlm_source"),  # (B, T)
+                "masked": pad_all("masked", pad_value=False),  # (B, T) bool
+            },
+        }

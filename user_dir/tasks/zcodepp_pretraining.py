@@ -1,0 +1,128 @@
+"""``zcodepp_pretraining``: Z-Code++ phase one, language-model pre-training (Section 2.1).
+
+One task for the three losses on plain text (``python -m preprocess.prepare --corpus wiki``
+writes ``dict.txt`` and ``{train,valid}.bin``): each block of ``--tokens-per-sample`` tokens
+gives the generator an MLM input (15% masked), the discriminator its RTD input (built in the
+criterion from the generator's samples) and the encoder-decoder a corrupted-span input and
+target (T5 spans of mean length 3 covering 15%). Train it with ``--arch zcodepp_* --criterion
+zcodepp_joint --generator-layers N``. The task appends ``<mask>`` and ``--num-sentinels``
+sentinel symbols to the dictionary; loading the checkpoint into a summarization task drops
+those rows again (see ``user_dir/models/zcodepp.py``).
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq import utils
+from fairseq.data import Dictionary, TokenBlockDataset, data_utils
+from fairseq.data.indexed_dataset import get_available_dataset_impl
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from fairseq_ext.zcodepp.noising import span_count
+from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
+
+logger = logging.getLogger(__name__)
+
+BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
+MASK_SYMBOL = "<mask>"
+SENTINEL_SYMBOL = "<sentinel_{}>"
+
+
+@dataclass
+class ZCodeppPretrainingConfig(FairseqDataclass):
+    data: str = field(default="???", metadata={"help": "binarized plain-text data (dict.txt, train.bin, ...)"})
+    tokens_per_sample: int = field(
+        default=512, metadata={"help": "tokens per block (the encoder's input length)"}
+    )
+    sample_break_mode: BREAK_MODES = field(
+        default="complete", metadata={"help": "how blocks are cut: 'complete' packs whole sentences, "
+                                      "'complete_doc' also stops at document ends, 'none' cuts anywhere"}
+    )
+    mask_prob: float = field(default=0.15, metadata={"help": "fraction of word tokens masked for the generator"})
+    noise_density: float = field(default=0.15, metadata={"help": "fraction of tokens in corrupted spans (CSP)"})
+    mean_noise_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
+    num_sentinels: int = field(default=100, metadata={"help": "sentinel symbols added to the dictionary"})
+    max_source_positions: int = field(default=1024, metadata={"help": "longest encoder input"})
+    max_target_positions: int = field(default=1024, metadata={"help": "longest decoder target"})
+    seed: int = II("common.seed")
+    dataset_impl: Optional[ChoiceEnum(get_available_dataset_impl())] = II("dataset.dataset_impl")
+
+
+@register_task("zcodepp_pretraining", dataclass=ZCodeppPretrainingConfig)
+class ZCodeppPretrainingTask(FairseqTask):
+    """RTD + MLM + CSP data for the ``zcodepp_joint`` criterion."""
+
+    cfg: ZCodeppPretrainingConfig
+
+    def __init__(self, cfg, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.add_symbol(MASK_SYMBOL)
+        self.sentinels = [dictionary.add_symbol(SENTINEL_SYMBOL.format(i)) for i in range(cfg.num_sentinels)]
+        needed = span_count(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_noise_span_length)
+        if needed > cfg.num_sentinels:
+            raise ValueError(f"blocks of {cfg.tokens_per_sample} tokens make up to {needed} spans: "
+                             f"--num-sentinels must be at least that (got {cfg.num_sentinels})")
+        longest_target = round(cfg.tokens_per_sample * cfg.noise_density) + needed + 1
+        if longest_target > cfg.max_target_positions:
+            raise ValueError(f"corrupted-span targets reach {longest_target} tokens, more than "
+                             f"--max-target-positions ({cfg.max_target_positions})")
+        if cfg.tokens_per_sample > cfg.max_source_positions:
+            raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
+                             f"--max-source-positions ({cfg.max_source_positions})")
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        paths = utils.split_paths(cfg.data)
+        path = os.path.join(paths[0], "dict.txt")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} not found: zcodepp_pretraining reads plain-text data "
+                                    "(python -m preprocess.prepare --corpus wiki ...)")
+        dictionary = Dictionary.load(path)
+        logger.info(f"dictionary: {len(dictionary)} types (+ <mask> and {cfg.num_sentinels} sentinels)")
+        return cls(cfg, dictionary)
+
+    @property
+    def special_ids(self):
+        """Symbols the generator must never sample as replacements."""
+        d = self.dictionary
+        return [d.bos(), d.pad(), d.eos(), d.unk(), self.mask_idx, *self.sentinels]
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        dataset = data_utils.load_indexed_dataset(path, self.dictionary, self.cfg.dataset_impl, combine=combine)
+        if dataset is None:
+            raise FileNotFoundError(f"dataset not found: {split} ({path})")
+        blocks = TokenBlockDataset(
+            dataset, dataset.sizes, self.cfg.tokens_per_sample, pad=self.dictionary.pad(),
+            eos=self.dictionary.eos(), break_mode=self.cfg.sample_break_mode,
+        )
+        logger.info(f"{split}: {len(blocks)} blocks of at most {self.cfg.tokens_per_sample} tokens")
+        self.datasets[split] = ZCodeppPretrainingDataset(
+            blocks, blocks.sizes, self.dictionary, self.mask_idx, self.sentinels, self.cfg.tokens_per_sample,
+            mask_prob=self.cfg.mask_prob, noise_density=self.cfg.noise_density,
+            mean_span_length=self.cfg.mean_noise_span_length, seed=self.cfg.seed,
+            shuffle=(split == "train"),
+        )
+
+    def build_model(self, cfg, from_checkpoint=False):
+        if not getattr(cfg, "generator_layers", 0):
+            raise ValueError("zcodepp_pretraining trains a generator: give --generator-layers N "
+                             "(6 in the paper) with a zcodepp architecture")
+        return super().build_model(cfg, from_checkpoint)
+
+    def max_positions(self):
+        return self.cfg.max_source_positions, self.cfg.max_target_positions
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
