@@ -1,0 +1,116 @@
+"""``bart_ls_long_denoising``: BART-LS pre-training by T5 span corruption on long inputs.
+
+Reads fairseq monolingual data (``dict.txt`` and ``{split}.bin``, paragraphs with a blank line
+between documents, as ``python -m preprocess.prepare --corpus wiki`` writes), concatenates the
+documents in a random order every epoch (the paper's best pre-training input), cuts bodies of
+``--tokens-per-sample`` tokens and corrupts spans (:mod:`fairseq_ext.bart_ls.noising`). The
+dictionary gets ``--num-sentinels`` sentinel symbols appended; convert a BART checkpoint with
+the same ``--num-sentinels`` (``python -m fairseq_ext.bart_ls.convert``) to start from it.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq import utils
+from fairseq.data import Dictionary, data_utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from fairseq_ext.bart_ls.data import ConcatenatedDocumentsDataset, SpanCorruptionDataset
+
+logger = logging.getLogger(__name__)
+
+SENTINEL = "<sentinel_{}>"
+
+
+@dataclass
+class BartLSDenoisingConfig(FairseqDataclass):
+    data: Optional[str] = field(default=None, metadata={"help": "binarized monolingual data directory"})
+    tokens_per_sample: int = field(
+        default=8190, metadata={"help": "tokens of text per example (before corruption, without <s> </s>)"}
+    )
+    noise_density: float = field(default=0.0625, metadata={"help": "fraction of tokens cut into spans"})
+    mean_span_length: float = field(default=3.0, metadata={"help": "mean length of a corrupted span"})
+    dynamic_span_length: Optional[str] = field(
+        default=None,
+        metadata={"help": "comma-separated mean span lengths to draw from per example "
+                  "(the paper's dynamic variant: '4,8,12'); overrides --mean-span-length"},
+    )
+    num_sentinels: int = field(
+        default=256, metadata={"help": "sentinel symbols added to the dictionary (reused cyclically)"}
+    )
+    shuffle_documents: bool = field(
+        default=True, metadata={"help": "concatenate documents in a new random order every epoch"}
+    )
+    max_source_positions: int = field(default=16384, metadata={"help": "longest source the model takes"})
+    max_target_positions: int = field(default=1024, metadata={"help": "longest target the model takes"})
+    left_pad_source: bool = field(default=True, metadata={"help": "left-pad sources (fairseq's default)"})
+    seed: int = II("common.seed")
+
+
+def add_sentinels(dictionary, count):
+    """Append ``count`` sentinel symbols; returns their ids."""
+    return [dictionary.add_symbol(SENTINEL.format(i)) for i in range(count)]
+
+
+def load_dictionary(data):
+    path = os.path.join(utils.split_paths(data)[0], "dict.txt")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found: give monolingual data (python -m preprocess.prepare --corpus wiki)")
+    return Dictionary.load(path)
+
+
+def load_bodies(cfg, split, dictionary, epoch=1):
+    paths = utils.split_paths(cfg.data)
+    path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+    lines = data_utils.load_indexed_dataset(path, dictionary)
+    if lines is None:
+        raise FileNotFoundError(f"dataset not found: {path}")
+    return ConcatenatedDocumentsDataset(
+        lines, dictionary.eos(), cfg.tokens_per_sample, cfg.seed, shuffle=cfg.shuffle_documents
+    )
+
+
+@register_task("bart_ls_long_denoising", dataclass=BartLSDenoisingConfig)
+class BartLSLongDenoisingTask(FairseqTask):
+    """T5 span denoising on long concatenated documents (BART-LS pre-training)."""
+
+    cfg: BartLSDenoisingConfig
+
+    def __init__(self, cfg, dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.sentinel_ids = add_sentinels(dictionary, cfg.num_sentinels)
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        dictionary = load_dictionary(cfg.data)
+        logger.info(f"dictionary: {len(dictionary)} types + {cfg.num_sentinels} sentinels")
+        return cls(cfg, dictionary)
+
+    def span_lengths(self):
+        if not self.cfg.dynamic_span_length:
+            return None
+        return [float(x) for x in self.cfg.dynamic_span_length.split(",")]
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        bodies = load_bodies(self.cfg, split, self.dictionary, epoch)
+        self.datasets[split] = SpanCorruptionDataset(
+            bodies, self.dictionary, self.sentinel_ids, self.cfg.noise_density, self.cfg.mean_span_length,
+            self.cfg.seed, span_lengths=self.span_lengths(), left_pad_source=self.cfg.left_pad_source,
+        )
+        logger.info(f"{split}: {len(bodies)} inputs of up to {self.cfg.tokens_per_sample} tokens")
+
+    def max_positions(self):
+        return self.cfg.max_source_positions, self.cfg.max_target_positions
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary

@@ -1,0 +1,43 @@
+"""``bart_ls_model_based_denoising``: BART-LS pre-training with model-picked spans.
+
+Same long inputs as ``bart_ls_long_denoising`` (documents concatenated in random order, cut
+to ``--tokens-per-sample``), but each example carries a dense candidate span mask
+(``--candidate-density``, by default five times the final noise density, as the paper masks
+5,120 tokens to keep 1,024); the criterion ``bart_ls_model_based_denoising`` scores the spans
+with its encoder-only LM and turns the hardest ones into the text-to-text example.
+"""
+
+import logging
+from dataclasses import dataclass, field
+
+from fairseq.tasks import register_task
+
+from fairseq_ext.bart_ls.data import CandidateSpansDataset
+
+from .bart_ls_long_denoising import BartLSDenoisingConfig, BartLSLongDenoisingTask, load_bodies
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BartLSModelBasedDenoisingConfig(BartLSDenoisingConfig):
+    candidate_density: float = field(
+        default=0.3125,
+        metadata={"help": "fraction of tokens masked as candidate spans for the scorer "
+                  "(noise density / kept fraction: 0.0625 / 0.2)"},
+    )
+
+
+@register_task("bart_ls_model_based_denoising", dataclass=BartLSModelBasedDenoisingConfig)
+class BartLSModelBasedDenoisingTask(BartLSLongDenoisingTask):
+    """Long inputs with candidate spans; the criterion picks the targets."""
+
+    cfg: BartLSModelBasedDenoisingConfig
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        bodies = load_bodies(self.cfg, split, self.dictionary, epoch)
+        self.datasets[split] = CandidateSpansDataset(
+            bodies, self.dictionary, self.cfg.candidate_density, self.cfg.mean_span_length, self.cfg.seed,
+            noise_density=self.cfg.noise_density,
+        )
+        logger.info(f"{split}: {len(bodies)} inputs of up to {self.cfg.tokens_per_sample} tokens")
