@@ -74,17 +74,25 @@ def model_args(config):
         "activation_dropout": config.get("activation_dropout", 0.1),
         # HF position row 0 is padding; the decoder's predicting streams use one row more
         "max_source_positions": positions - 1, "max_target_positions": positions - 2,
-        "share_all_embeddings": True,
-        "share_decoder_input_output_embed": bool(config.get("tie_word_embeddings", True)),
     }
 
 
-def _word_embeddings(state):
-    for key in ("prophetnet.word_embeddings.weight", "prophetnet.encoder.word_embeddings.weight",
-                "prophetnet.decoder.word_embeddings.weight"):
-        if key in state:
-            return state[key]
-    raise KeyError("no word embeddings in the HF state dict")
+def _embeddings(state):
+    """``(encoder words, decoder words, output projection)`` in BERT order. Released
+    checkpoints tie all three; a config with ``tie_word_embeddings=False`` unties them."""
+    shared = state.get("prophetnet.word_embeddings.weight")
+    encoder = state.get("prophetnet.encoder.word_embeddings.weight", shared)
+    decoder = state.get("prophetnet.decoder.word_embeddings.weight", shared)
+    if encoder is None or decoder is None:
+        raise KeyError("no word embeddings in the HF state dict")
+    return encoder, decoder, state.get("lm_head.weight", decoder)
+
+
+def sharing(state):
+    """The sharing flags of ``prophetnet_summ`` that reproduce the HF weights."""
+    encoder, decoder, output = _embeddings(state)
+    return {"share_all_embeddings": torch.equal(encoder, decoder),
+            "share_decoder_input_output_embed": torch.equal(output, decoder)}
 
 
 def _positions(hf_rows, num_rows, padding_idx):
@@ -101,11 +109,12 @@ def convert_state_dict(state, config, tokens, padding_idx):
     order = torch.tensor(fairseq_order(tokens))
     if len(tokens) != config["vocab_size"]:
         raise ValueError(f"vocabulary has {len(tokens)} tokens, the config says vocab_size={config['vocab_size']}")
-    words = _word_embeddings(state)[order]
+    encoder_words, decoder_words, output = (w[order] for w in _embeddings(state))
     out = {
         "encoder.version": torch.tensor([3.0]),
-        "encoder.embed_tokens.weight": words,
-        "decoder.embed_tokens.weight": words,
+        "encoder.embed_tokens.weight": encoder_words,
+        "decoder.embed_tokens.weight": decoder_words,
+        "decoder.output_projection.weight": output,
         "encoder.embed_positions.weight": _positions(
             state["prophetnet.encoder.position_embeddings.weight"],
             args["max_source_positions"] + padding_idx + 1, padding_idx),
@@ -114,10 +123,6 @@ def convert_state_dict(state, config, tokens, padding_idx):
             args["max_target_positions"] + 2 + padding_idx, padding_idx),
         "decoder.ngram_embeddings.weight": torch.roll(state["prophetnet.decoder.ngram_embeddings.weight"], 1, 0),
     }
-    lm_head = state.get("lm_head.weight")
-    out["decoder.output_projection.weight"] = (
-        lm_head[order] if lm_head is not None and not args["share_decoder_input_output_embed"] else words
-    )
     for side, ours in (("encoder", "encoder.layernorm_embedding"), ("decoder", "decoder.layernorm_embedding")):
         for p in ("weight", "bias"):
             out[f"{ours}.{p}"] = state[f"prophetnet.{side}.embeddings_layer_norm.{p}"]
@@ -180,7 +185,7 @@ def convert(hf_dir, out_dir, vocab=None):
     for name in ("dict.txt", "dict.source.txt", "dict.target.txt"):
         write_dictionary(tokens, os.path.join(out_dir, name))
     converted = convert_state_dict(state, config, tokens, dictionary.pad())
-    return write_checkpoint(out_dir, converted, model_args(config))
+    return write_checkpoint(out_dir, converted, {**model_args(config), **sharing(state)})
 
 
 def main(argv=None):

@@ -101,7 +101,7 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
             relative_max_distance=cfg.relative_max_distance, max_target_positions=cfg.max_target_positions,
             dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
             activation_dropout=cfg.activation_dropout, activation_fn=cfg.activation_fn,
-            share_input_output_embed=cfg.share_decoder_input_output_embed or cfg.share_all_embeddings,
+            share_input_output_embed=cfg.share_decoder_input_output_embed,
         )
         model = cls(encoder, decoder)
         model.apply(init_bert_params)

@@ -1,0 +1,177 @@
+"""Parity of converted HF ProphetNet weights: a randomly initialized
+``ProphetNetForConditionalGeneration`` (the independent oracle), converted with
+``fairseq_ext.prophetnet.convert_hf`` and loaded the way fairseq-generate loads a checkpoint,
+gives the same next-token and n-gram log-probabilities on a padded batch."""
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.models.prophetnet.modeling_prophetnet import ProphetNetNgramSelfAttention
+
+import user_dir  # noqa: F401  (registers the model and makes checkpoints load safely)
+from fairseq_ext.prophetnet import convert_hf
+from fairseq_ext.prophetnet.dictionary import build_dictionary
+
+TOLERANCE = 1e-4
+RELATIVE_GAIN = 20.0  # HF initializes with std 0.02: scaled up, a wrong bias cannot hide
+# BERT-like order: the specials are not where fairseq puts them, so rows must be permuted
+VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(33)]
+
+
+def _hf_model(tmp_path, ngram, tie=True):
+    torch.manual_seed(0)
+    config = ProphetNetConfig(
+        vocab_size=len(VOCAB), hidden_size=32, encoder_ffn_dim=48, decoder_ffn_dim=40,
+        num_encoder_layers=2, num_decoder_layers=2, num_encoder_attention_heads=4, num_decoder_attention_heads=2,
+        ngram=ngram, num_buckets=32, relative_max_distance=128, max_position_embeddings=64,
+        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=0,
+        bos_token_id=VOCAB.index("[CLS]"), eos_token_id=VOCAB.index("[SEP]"),
+        decoder_start_token_id=VOCAB.index("[SEP]"), tie_word_embeddings=tie,
+    )
+    model = ProphetNetForConditionalGeneration(config).eval()
+    with torch.no_grad():  # random LayerNorm parameters too, so a misplaced one shows,
+        for name, param in model.named_parameters():  # and relative biases that matter
+            if "layer_norm" in name:
+                param.add_(torch.randn_like(param) * 0.3)
+            if "relative_pos_embeddings" in name:
+                param.mul_(RELATIVE_GAIN)
+    hf_dir = tmp_path / "hf"
+    model.save_pretrained(hf_dir)
+    (hf_dir / "prophetnet.tokenizer").write_text("\n".join(VOCAB) + "\n")
+    return model, hf_dir
+
+
+def _batch(lengths, seed, low=7):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(low, len(VOCAB), (n,), generator=g) for n in lengths]
+
+
+def _per_row_predict_bias(self, hidden_states, attn_weights, position_ids, buckets):
+    """The predicting streams' relative bias as the original ProphetNet defines it: the
+    table of query (stream, position, head) gathered by that query's buckets.
+    transformers 5.24's batch-first port pairs each query with the table of another
+    (stream, position, head) whenever T > 1 (see test_hf_full_forward_pairs_bias_rows_wrongly);
+    its one-token-per-step decoding path pairs them correctly."""
+    bsz, length = hidden_states.shape[:2]
+    table = self.relative_pos_embeddings(hidden_states)  # (B, T, n, buckets * H)
+    table = table.view(bsz, length, self.ngram, self.num_buckets, self.num_attn_heads)
+    table = table.permute(0, 2, 4, 1, 3)  # (B, n, H, T, buckets)
+    index = buckets.long()[:, None, None].expand(bsz, self.ngram, self.num_attn_heads, length, buckets.size(-1))
+    return torch.gather(table, -1, index)  # (B, n, H, T, 2T)
+
+
+def _padded_batch(dictionary, to_ours):
+    sep, pad = VOCAB.index("[SEP]"), VOCAB.index("[PAD]")
+    sources = [torch.cat([s, torch.tensor([sep])]) for s in _batch([9, 5, 12], seed=1)]
+    targets = _batch([6, 9, 3], seed=2)
+    src_len, tgt_len = max(len(s) for s in sources), max(len(t) for t in targets) + 1
+    # HF: right-padded source with an attention mask; decoder input = [SEP] + target, right-padded
+    hf_src, hf_dec = torch.full((3, src_len), pad), torch.full((3, tgt_len), pad)
+    hf_mask = torch.zeros(3, src_len, dtype=torch.long)
+    # ours: fairseq's layout, left-padded source, right-padded decoder input
+    fs_src, fs_dec = torch.full((3, src_len), dictionary.pad()), torch.full((3, tgt_len), dictionary.pad())
+    for b, (s, t) in enumerate(zip(sources, targets)):
+        hf_src[b, : len(s)] = s
+        hf_mask[b, : len(s)] = 1
+        fs_src[b, src_len - len(s):] = to_ours[s]
+        dec = torch.cat([torch.tensor([sep]), t])
+        hf_dec[b, : len(dec)] = dec
+        fs_dec[b, : len(dec)] = to_ours[dec]
+    return hf_src, hf_mask, hf_dec, fs_src, fs_dec
+
+
+def _convert_and_load(tmp_path, ngram, tie):
+    hf, hf_dir = _hf_model(tmp_path, ngram, tie)
+    out = tmp_path / "fairseq"
+    path = convert_hf.convert(str(hf_dir), str(out))
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": str(out)})
+    dictionary = task.target_dictionary
+    assert len(dictionary) == len(VOCAB)
+    roles = {"[CLS]": dictionary.bos(), "[PAD]": dictionary.pad(), "[SEP]": dictionary.eos(), "[UNK]": dictionary.unk()}
+    to_ours = torch.tensor([roles.get(tok, dictionary.index(tok)) for tok in VOCAB])
+    return hf, models[0].eval(), dictionary, to_ours
+
+
+def _ours_lprobs(model, dictionary, to_ours, fs_src, fs_dec):
+    with torch.no_grad():
+        _, extra = model(fs_src, fs_src.ne(dictionary.pad()).sum(1), fs_dec)
+    return torch.log_softmax(extra["ngram_logits"].float(), -1)[..., to_ours]  # (B, n, T, V), BERT order
+
+
+def _hf_incremental_next_token(hf, hf_src, hf_mask, hf_dec):
+    """HF's own decoding path: one token per call with its cache."""
+    with torch.no_grad():
+        encoder_outputs = hf.prophetnet.encoder(input_ids=hf_src, attention_mask=hf_mask)
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        steps = []
+        for t in range(hf_dec.size(1)):
+            out = hf(encoder_outputs=encoder_outputs, attention_mask=hf_mask,
+                     decoder_input_ids=hf_dec[:, t: t + 1], cache=cache, use_cache=True)
+            cache = out.cache
+            steps.append(torch.log_softmax(out.logits[:, -1].float(), -1))
+    return torch.stack(steps, 1)  # (B, T, V)
+
+
+@pytest.fixture(scope="module", params=[(2, True), (3, False)], ids=["n2-tied", "n3-untied"])
+def converted(request, tmp_path_factory):
+    ngram, tie = request.param
+    return (ngram,) + _convert_and_load(tmp_path_factory.mktemp("convert"), ngram, tie)
+
+
+def test_next_token_matches_hf_decoding(converted):
+    """Unmodified HF, its cached decoding path, vs our full forward pass."""
+    ngram, hf, ours, dictionary, to_ours = converted
+    hf_src, hf_mask, hf_dec, fs_src, fs_dec = _padded_batch(dictionary, to_ours)
+    ours_lp = _ours_lprobs(ours, dictionary, to_ours, fs_src, fs_dec)
+    hf_lp = _hf_incremental_next_token(hf, hf_src, hf_mask, hf_dec)
+    real = fs_dec.ne(dictionary.pad())
+    diff = (ours_lp[:, 0] - hf_lp).abs().amax(-1)[real]
+    assert diff.max().item() < TOLERANCE, f"max |diff| {diff.max().item():.2e}"
+    assert (ours_lp[0, 0, 0] - ours_lp[0, 0, 1]).abs().max() > 1e-3  # positions differ: not a trivial match
+
+
+def test_all_streams_match_hf_full_forward(converted, monkeypatch):
+    """HF's full (training) forward, every stream, with the predicting streams' relative
+    bias paired per row as the original ProphetNet pairs it."""
+    monkeypatch.setattr(ProphetNetNgramSelfAttention, "get_predict_relative_pos_embeddings", _per_row_predict_bias)
+    ngram, hf, ours, dictionary, to_ours = converted
+    hf_src, hf_mask, hf_dec, fs_src, fs_dec = _padded_batch(dictionary, to_ours)
+    ours_lp = _ours_lprobs(ours, dictionary, to_ours, fs_src, fs_dec)
+    with torch.no_grad():
+        out = hf(input_ids=hf_src, attention_mask=hf_mask, decoder_input_ids=hf_dec, use_cache=False)
+    hf_logits = [out.logits] + [out.logits_ngram[:, k] for k in range(ngram - 1)]
+    real = fs_dec.ne(dictionary.pad())
+    for stream in range(ngram):
+        hf_lp = torch.log_softmax(hf_logits[stream].float(), -1)
+        diff = (ours_lp[:, stream] - hf_lp).abs().amax(-1)[real]
+        assert diff.max().item() < TOLERANCE, f"stream {stream + 1}: max |diff| {diff.max().item():.2e}"
+
+
+def test_hf_full_forward_pairs_bias_rows_wrongly(converted):
+    """Why the test above re-pairs HF's predicting-stream bias: unmodified, HF's full forward
+    disagrees with HF's own cached decoding (which our model matches) once T > 1."""
+    _, hf, _, dictionary, to_ours = converted
+    hf_src, hf_mask, hf_dec, _, fs_dec = _padded_batch(dictionary, to_ours)
+    with torch.no_grad():
+        full = torch.log_softmax(hf(input_ids=hf_src, attention_mask=hf_mask, decoder_input_ids=hf_dec,
+                                    use_cache=False).logits.float(), -1)
+    steps = _hf_incremental_next_token(hf, hf_src, hf_mask, hf_dec)
+    real = fs_dec.ne(dictionary.pad())
+    assert (full - steps).abs().amax(-1)[real].max().item() > 10 * TOLERANCE
+
+
+def test_dictionary_roles():
+    d = build_dictionary(VOCAB)
+    assert (d[d.bos()], d[d.pad()], d[d.eos()], d[d.unk()]) == ("[CLS]", "[PAD]", "[SEP]", "[UNK]")
+    assert len(d) == len(VOCAB)
+
+
+def test_converter_rejects_non_bert_vocab(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("a\nb\n")
+    with pytest.raises(ValueError, match="not a BERT WordPiece vocabulary"):
+        from fairseq_ext.prophetnet.dictionary import read_vocab
+
+        read_vocab(str(vocab))
