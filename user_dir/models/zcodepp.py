@@ -75,6 +75,7 @@ class ZCodeppModel(TransformerModel):
                              "(dict.source.txt == dict.target.txt) and --share-all-embeddings")
         if args.generator_layers < 0:
             raise ValueError(f"--generator-layers must be >= 0, got {args.generator_layers}")
+        args.share_decoder_input_output_embed = True  # what --share-all-embeddings implies in fairseq
         cfg = TransformerConfig.from_namespace(args)
         dictionary = task.source_dictionary
         embed_dim = cfg.encoder.embed_dim

@@ -1,0 +1,54 @@
+"""Export a phase-one Z-Code++ checkpoint: fold the GDES delta in, drop the generator and the
+RTD head (Section 2.1, "after model training, E_delta is added to E_G").
+
+    python -m fairseq_ext.zcodepp.export PHASE1/checkpoint_best.pt OUT/zcodepp.pt
+
+The result loads as an ordinary ``zcodepp`` model (``--generator-layers 0``) for phase two,
+fine-tuning, generation and the hub. Loading the phase-one checkpoint directly with
+``--finetune-from-model`` folds the same way on the fly; this tool writes the folded file once.
+The optimizer state (shaped for the pre-training parameters) is not kept.
+"""
+
+import argparse
+import logging
+
+import torch
+from fairseq import checkpoint_utils
+from omegaconf import OmegaConf
+
+from fairseq_ext import checkpoint as safe_checkpoint
+
+from .gdes import fold_gdes_state_dict
+
+logger = logging.getLogger(__name__)
+
+
+def export(source, destination):
+    """Fold ``source`` into ``destination``; returns the exported state."""
+    safe_checkpoint.install()
+    state = checkpoint_utils.load_checkpoint_to_cpu(str(source))
+    if not fold_gdes_state_dict(state["model"]):
+        raise ValueError(f"{source} has no GDES delta: it is not a phase-one (--generator-layers) checkpoint")
+    model_cfg = state["cfg"]["model"]
+    if isinstance(model_cfg, argparse.Namespace):
+        model_cfg.generator_layers = 0
+    else:
+        model_cfg["generator_layers"] = 0
+    state["last_optimizer_state"] = None
+    if OmegaConf.is_config(state["cfg"]):
+        state["cfg"] = OmegaConf.to_container(state["cfg"], resolve=True, enum_to_str=True)  # as fairseq saves
+    torch.save(state, str(destination))
+    return state
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("source", help="phase-one checkpoint (trained with --generator-layers N)")
+    parser.add_argument("destination", help="where to write the exported checkpoint")
+    args = parser.parse_args(argv)
+    export(args.source, args.destination)
+    logger.info(f"wrote {args.destination}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""Z-Code++ phase one: corruptions, the pre-training dataset, GDES gradients and export,
+the joint criterion, and grounded-pre-training instructions."""
+
+from argparse import Namespace
+
+import numpy as np
+import pytest
+import torch
+from fairseq.data import Dictionary, ListDataset
+
+import user_dir  # noqa: F401  (registers zcodepp)
+from fairseq_ext.zcodepp.gdes import fold_gdes_state_dict
+from fairseq_ext.zcodepp.instructions import PAPER_TEMPLATES, InstructionDataset, load_templates
+from fairseq_ext.zcodepp.noising import (
+    corrupt_spans,
+    mlm_mask,
+    random_spans_noise_mask,
+    sample_replacements,
+    span_count,
+)
+from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
+from user_dir.criterions.zcodepp_joint import ZCodeppJointCriterion
+from user_dir.models.zcodepp import ZCodeppModel
+
+WORDS = 40
+SENTINELS = 12
+
+
+class FakeTask:
+    """The two things the model and criterion read from a task."""
+
+    def __init__(self, dictionary, special_ids):
+        self.source_dictionary = self.target_dictionary = dictionary
+        self.special_ids = special_ids
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    d = Dictionary()
+    for i in range(WORDS):
+        d.add_symbol(f"w{i}")
+    mask = d.add_symbol("<mask>")
+    sentinels = [d.add_symbol(f"<sentinel_{i}>") for i in range(SENTINELS)]
+    return d, mask, sentinels
+
+
+def build_model(dictionary, generator_layers):
+    args = Namespace(arch="zcodepp_tiny", generator_layers=generator_layers, dropout=0.0, attention_dropout=0.0,
+                     max_source_positions=256, max_target_positions=128)
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    ARCH_CONFIG_REGISTRY["zcodepp_tiny"](args)
+    return ZCodeppModel.build_model(args, FakeTask(dictionary, []))
+
+
+def blocks(dictionary, lengths, seed=0):
+    rng = torch.Generator().manual_seed(seed)
+    items = [torch.cat([torch.randint(dictionary.nspecial, dictionary.nspecial + WORDS, (n - 1,), generator=rng),
+                        torch.LongTensor([dictionary.eos()])]) for n in lengths]
+    return ListDataset(items, np.array(lengths))
+
+
+def pretraining_batch(vocab, lengths=(30, 22, 17), epoch=1):
+    d, mask, sentinels = vocab
+    data = blocks(d, list(lengths))
+    dataset = ZCodeppPretrainingDataset(data, data.sizes, d, mask, sentinels, max_tokens=64, seed=3)
+    dataset.set_epoch(epoch)
+    return dataset, dataset.collater([dataset[i] for i in range(len(dataset))])
+
+
+# ---------------------------------------------------------------- corruptions
+@pytest.mark.parametrize("length", [2, 3, 10, 57, 512])
+def test_span_mask_density_and_spans(length):
+    rng = np.random.default_rng(length)
+    mask = random_spans_noise_mask(length, 0.15, 3.0, rng)
+    assert mask.shape == (length,) and not mask[0]  # starts with a clean span
+    assert mask.sum() == min(max(round(length * 0.15), 1), length - 1)
+    starts = mask & ~np.concatenate([[False], mask[:-1]])
+    assert starts.sum() == span_count(length, 0.15, 3.0)
+
+
+def test_span_mask_average_length_is_three():
+    rng = np.random.default_rng(0)
+    lengths = []
+    for _ in range(200):
+        mask = random_spans_noise_mask(512, 0.15, 3.0, rng)
+        starts = mask & ~np.concatenate([[False], mask[:-1]])
+        lengths.append(mask.sum() / starts.sum())
+    assert abs(np.mean(lengths) - 3.0) < 0.1
+
+
+def test_corrupt_spans_round_trip():
+    tokens = torch.arange(100, 120)
+    mask = np.zeros(20, dtype=bool)
+    mask[[3, 4, 5, 11, 17, 18]] = True
+    source, target = corrupt_spans(tokens, mask, [7, 8, 9], eos=2)
+    assert source.tolist() == [100, 101, 102, 7, 106, 107, 108, 109, 110, 8, 112, 113, 114, 115, 116, 9, 119, 2]
+    assert target.tolist() == [7, 103, 104, 105, 8, 111, 9, 117, 118, 2]
+    with pytest.raises(ValueError, match="sentinels"):
+        corrupt_spans(tokens, mask, [7, 8], eos=2)
+
+
+def test_mlm_mask_picks_fifteen_percent_of_candidates():
+    candidates = np.ones(100, dtype=bool)
+    candidates[::10] = False  # e.g. sentence ends are never masked
+    mask = mlm_mask(candidates, 0.15, np.random.default_rng(0))
+    assert mask.sum() == round(0.15 * 90) and not (mask & ~candidates).any()
+
+
+def test_sampled_replacements_avoid_blocked_ids():
+    torch.manual_seed(0)
+    logits = torch.zeros(500, 10)
+    logits[:, 1] = 10.0  # pad is by far the most likely
+    draws = sample_replacements(logits, blocked_ids=[1, 4])
+    assert not draws.eq(1).any() and not draws.eq(4).any() and draws.unique().numel() == 8
+
+
+# ---------------------------------------------------------------- dataset
+def test_pretraining_views_are_consistent_and_seeded(vocab):
+    d, mask, sentinels = vocab
+    dataset, batch = pretraining_batch(vocab)
+    pre = batch["pretraining"]
+    real = pre["original"].ne(d.pad())
+    assert torch.equal(pre["mlm_source"][~pre["masked"]], pre["original"][~pre["masked"]])
+    assert pre["mlm_source"][pre["masked"]].eq(mask).all()
+    assert not (pre["masked"] & ~real).any()
+    # CSP: sentinels in source and target, the target ends with </s>, prev_output is shifted
+    src, tgt = batch["net_input"]["src_tokens"], batch["target"]
+    assert torch.isin(src, torch.tensor(sentinels)).any(1).all()
+    assert tgt[0, tgt[0].ne(d.pad())][-1] == d.eos()
+    prev = batch["net_input"]["prev_output_tokens"]
+    body = tgt[:, :-1].ne(d.pad()) & tgt[:, :-1].ne(d.eos())
+    assert prev[:, 0].eq(d.eos()).all() and torch.equal(prev[:, 1:][body], tgt[:, :-1][body])
+    # same (seed, epoch, index) -> same corruption; another epoch -> another one
+    again = pretraining_batch(vocab)[1]
+    assert torch.equal(again["net_input"]["src_tokens"], src)
+    other = pretraining_batch(vocab, epoch=2)[1]
+    assert not torch.equal(other["pretraining"]["masked"], pre["masked"])
+
+
+# ---------------------------------------------------------------- GDES
+def grads(model):
+    return {name: p.grad for name, p in model.named_parameters()}
+
+
+def nonzero(grad):
+    return grad is not None and grad.abs().sum() > 0
+
+
+def test_gdes_gradients_flow_exactly_as_the_paper_says(vocab):
+    d = vocab[0]
+    torch.manual_seed(0)
+    model = build_model(d, generator_layers=1)
+    _, batch = pretraining_batch(vocab)
+    pre = batch["pretraining"]
+    generator_embedding = model.generator.encoder.embed_tokens.weight
+    delta = model.encoder.embed_tokens.delta
+    assert model.decoder.embed_tokens is model.encoder.embed_tokens and delta.abs().sum() == 0
+
+    # MLM: only the generator learns, its embedding included
+    model.zero_grad()
+    model.generator_logits(pre["mlm_source"], pre["masked"]).logsumexp(-1).sum().backward()
+    assert nonzero(generator_embedding.grad) and delta.grad is None
+    assert all(p.grad is None for n, p in model.named_parameters() if not n.startswith("generator."))
+
+    # RTD: the discriminator learns through the delta only, never the generator's table
+    model.zero_grad()
+    model.discriminator_logits(pre["original"]).sum().backward()
+    assert nonzero(delta.grad) and nonzero(model.rtd_head.out.weight.grad)
+    assert all(p.grad is None for n, p in model.named_parameters() if n.startswith("generator."))
+
+    # CSP: encoder-decoder gradients reach the delta (shared with the decoder), not E_G
+    model.zero_grad()
+    out, _ = model(**batch["net_input"])
+    out.logsumexp(-1).sum().backward()
+    assert nonzero(delta.grad) and nonzero(model.decoder.layers[0].fc1.weight.grad)
+    assert generator_embedding.grad is None or generator_embedding.grad.abs().sum() == 0
+
+
+def test_gdes_delta_is_folded_on_export(vocab):
+    d = vocab[0]
+    torch.manual_seed(0)
+    pretrain = build_model(d, generator_layers=1).eval()
+    with torch.no_grad():
+        pretrain.encoder.embed_tokens.delta.normal_(0, 0.1)  # as if RTD had trained it
+    _, batch = pretraining_batch(vocab)
+    state = pretrain.state_dict()
+    expected = state["generator.encoder.embed_tokens.weight"] + state["encoder.embed_tokens.delta"]
+
+    finetune = build_model(d, generator_layers=0).eval()
+    finetune.load_state_dict(dict(state))  # fairseq's load path folds (upgrade_state_dict_named)
+    assert torch.equal(finetune.encoder.embed_tokens.weight, expected)
+    assert finetune.decoder.output_projection.weight is finetune.encoder.embed_tokens.weight
+    with torch.no_grad():
+        before = pretrain(**batch["net_input"])[0]
+        after = finetune(**batch["net_input"])[0]
+    torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
+
+    exported = dict(state)
+    assert fold_gdes_state_dict(exported)
+    assert not any(k.startswith(("generator.", "rtd_head.")) or k.endswith("delta") for k in exported)
+    assert not fold_gdes_state_dict(exported)  # nothing left to fold
+
+
+# ---------------------------------------------------------------- criterion
+def test_joint_loss_is_the_weighted_sum_of_its_logged_parts(vocab):
+    d, mask, sentinels = vocab
+    torch.manual_seed(0)
+    model = build_model(d, generator_layers=1)
+    task = FakeTask(d, [d.bos(), d.pad(), d.eos(), d.unk(), mask, *sentinels])
+    _, batch = pretraining_batch(vocab)
+    weights = dict(mlm_weight=1.0, rtd_weight=30.0, csp_weight=1.0)
+    criterion = ZCodeppJointCriterion(task, label_smoothing=0.0, sampling_temperature=1.0, **weights)
+    torch.manual_seed(5)
+    loss, sample_size, log = criterion(model, batch)
+    expected = (log["mlm_loss"] / log["mlm_tokens"] + 30.0 * log["rtd_loss"] / log["rtd_tokens"]
+                + log["csp_loss"] / log["ntokens"])
+    assert sample_size == 1
+    torch.testing.assert_close(loss.detach(), expected)
+    assert log["mlm_tokens"] == int(batch["pretraining"]["masked"].sum())
+    assert log["rtd_tokens"] == int(batch["pretraining"]["original"].ne(d.pad()).sum())
+    assert 0 < log["rtd_replaced"] <= log["mlm_tokens"]
+    with pytest.raises(ValueError, match="zcodepp_pretraining"):
+        ZCodeppJointCriterion(object.__new__(Namespace), label_smoothing=0.0, sampling_temperature=1.0, **weights)
+
+
+# ---------------------------------------------------------------- instructions
+def test_instruction_templates_drawn_per_example_and_truncated():
+    eos = 2
+    docs = ListDataset([torch.LongTensor(list(range(10, 10 + n)) + [eos]) for n in (30, 5, 12, 8)] * 10,
+                       np.array([31, 6, 13, 9] * 10))
+    templates = [torch.LongTensor([100, 101, 102]), torch.LongTensor([200, 201])]
+    data = InstructionDataset(docs, templates, max_len=12, eos=eos, seed=1)
+    drawn = [data.template_index(i) for i in range(len(data))]
+    assert set(drawn) == {0, 1}
+    for i in range(len(data)):
+        item, prefix = data[i], templates[drawn[i]]
+        assert torch.equal(item[: len(prefix)], prefix) and item[-1] == eos and len(item) <= 12
+        assert len(item) <= data.size(i)
+    assert drawn == [InstructionDataset(docs, templates, 12, eos, seed=1).template_index(i) for i in range(len(data))]
+    data.set_epoch(2)
+    assert [data.template_index(i) for i in range(len(data))] != drawn
+    with pytest.raises(ValueError, match="no room"):
+        InstructionDataset(docs, templates, max_len=4, eos=eos)
+
+
+def test_templates_file(tmp_path):
+    assert PAPER_TEMPLATES["mediasum"][0] == "Summarize the following interview script into a two sentences summary."
+    path = tmp_path / "templates.tsv"
+    path.write_text("# my corpus\nmycorpus\tSummarize this.\nmycorpus\tShorten this.\n", encoding="utf-8")
+    assert load_templates(path) == {"mycorpus": ["Summarize this.", "Shorten this."]}
+    path.write_text("no tab here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="corpus<TAB>instruction"):
+        load_templates(path)
