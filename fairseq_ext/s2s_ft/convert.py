@@ -138,7 +138,7 @@ def convert_hf_state_dict(
             rows = init_state["embeddings.token_type.weight"].size(0)
             out["embeddings.token_type.weight"] = value[torch.arange(rows).clamp(max=value.size(0) - 1)]
         elif name.startswith("embeddings.LayerNorm."):
-            out["embeddings.layer_norm." + _ln_param(name)] = value
+            out["embeddings.layer_norm." + _ln_param(name.rsplit(".", 1)[1])] = value
         elif name.startswith("encoder.layer."):
             index, rest = name[len("encoder.layer.") :].split(".", 1)
             module, param = rest.rsplit(".", 1)

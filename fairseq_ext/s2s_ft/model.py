@@ -88,11 +88,15 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         super().__init__(dictionary)
         if method not in METHODS:
             raise ValueError(f"unknown s2s-ft method {method!r}; choose one of {METHODS}")
-        self.body = body
+        self._shared = (body,)  # registered once, in the encoder: one copy in the state dict
         self.method = method
         self.mask_idx = mask_idx
         self.pad = dictionary.pad()
         self.max_target_positions = max_target_positions
+
+    @property
+    def body(self) -> S2SFTTransformer:
+        return self._shared[0]
 
     def forward(
         self,

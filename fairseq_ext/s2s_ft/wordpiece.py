@@ -58,11 +58,15 @@ def write_fairseq_dictionary(vocab_path, out_path) -> int:
 
 
 def join_pieces(pieces: str) -> str:
-    """``"sum ##mar ##ization models"`` -> ``"summarization models"``."""
+    """``"sum ##mar ##ization models"`` -> ``"summarization models"``; a continuation with
+    nothing before it (a generated summary may start with one) loses its ``##``."""
     words = []
     for piece in pieces.split():
-        if piece.startswith(CONTINUATION) and words:
-            words[-1] += piece[len(CONTINUATION) :]
+        if piece.startswith(CONTINUATION) and len(piece) > len(CONTINUATION):
+            if words:
+                words[-1] += piece[len(CONTINUATION) :]
+            else:
+                words.append(piece[len(CONTINUATION) :])
         else:
             words.append(piece)
     return " ".join(words)

@@ -1,0 +1,125 @@
+"""HF BERT/RoBERTa -> s2s-ft converter: hidden states match HF models on the same weights
+(random tiny models and the real MiniLM-L6-H384 checkpoint), within 1e-5."""
+
+import json
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+
+from fairseq_ext.s2s_ft.convert import convert_hf_state_dict, hf_config_to_ours, hf_token_map, load_pretrained
+from fairseq_ext.s2s_ft.model import source_positions
+from fairseq_ext.s2s_ft.transformer import S2SFTTransformer
+from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec, join_pieces, minilm_dir, write_fairseq_dictionary
+
+transformers = pytest.importorskip("transformers")  # the independent oracle (pinned in requirements)
+
+TOL = 1e-5
+TINY = dict(
+    vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+    max_position_embeddings=40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+)  # fmt: skip
+
+
+def ours_from_hf(hf_model, token_map=None):
+    config = hf_model.config.to_dict()
+    vocab = hf_model.config.vocab_size
+    token_map = torch.arange(vocab) if token_map is None else token_map
+    body = S2SFTTransformer(hf_config_to_ours(config, len(token_map), config["pad_token_id"]))
+    state, left = convert_hf_state_dict(hf_model.state_dict(), config, token_map, body.state_dict())
+    body.load_state_dict(state)
+    return body.eval(), left
+
+
+def padded_batch(vocab, pad, low=5):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(low, vocab, (3, 9), generator=g)
+    ids[1, 6:] = pad
+    ids[2, 3:] = pad
+    return ids
+
+
+def compare(body, hf_model, ours_ids, hf_ids, pad, hf_position_offset=0, types=None):
+    positions, _ = source_positions(ours_ids, pad)
+    types = torch.zeros_like(ours_ids) if types is None else types
+    keep = ours_ids.ne(pad)
+    with torch.no_grad():
+        ours = body.forward_packed(ours_ids, positions, types, keep[:, None, None, :])
+        theirs = hf_model(
+            input_ids=hf_ids, attention_mask=keep.long(), token_type_ids=types,
+            position_ids=positions + hf_position_offset,
+        ).last_hidden_state  # fmt: skip
+    torch.testing.assert_close(ours[keep], theirs[keep], atol=TOL, rtol=0)
+
+
+def test_bert_parity_random_tiny():
+    torch.manual_seed(0)
+    hf = transformers.BertModel(transformers.BertConfig(**TINY), add_pooling_layer=False).eval()
+    body, left = ours_from_hf(hf)
+    assert left == ["lm_head.bias", "lm_head.dense.bias", "lm_head.dense.weight",
+                    "lm_head.layer_norm.bias", "lm_head.layer_norm.weight"]  # fmt: skip
+    ids = padded_batch(TINY["vocab_size"], hf.config.pad_token_id)
+    types = (torch.arange(9) >= 5).long().expand(3, 9)
+    compare(body, hf, ids, ids, hf.config.pad_token_id, types=types)
+
+
+def test_bert_mlm_head_parity_random_tiny():
+    torch.manual_seed(1)
+    hf = transformers.BertForMaskedLM(transformers.BertConfig(**TINY)).eval()
+    body, left = ours_from_hf(hf)
+    assert left == []
+    ids = padded_batch(TINY["vocab_size"], 0)
+    positions, _ = source_positions(ids, 0)
+    with torch.no_grad():
+        ours = body.logits(body.forward_packed(ids, positions, torch.zeros_like(ids), ids.ne(0)[:, None, None, :]))
+        theirs = hf(input_ids=ids, attention_mask=ids.ne(0).long(), position_ids=positions).logits
+    keep = ids.ne(0)
+    torch.testing.assert_close(ours[keep], theirs[keep], atol=TOL, rtol=0)
+
+
+def test_roberta_parity_random_tiny():
+    """RoBERTa: positions offset by padding_idx + 1, one token type repeated, permuted vocab."""
+    torch.manual_seed(2)
+    config = transformers.RobertaConfig(**{**TINY, "max_position_embeddings": 42}, type_vocab_size=1)
+    hf = transformers.RobertaModel(config, add_pooling_layer=False).eval()
+    token_map = torch.randperm(TINY["vocab_size"], generator=torch.Generator().manual_seed(0))
+    token_map[config.pad_token_id] = config.pad_token_id  # our pad index plays RoBERTa's pad
+    body, _ = ours_from_hf(hf, token_map)
+    assert body.cfg.max_positions == 40 and body.cfg.type_vocab_size == 2
+    ours_ids = padded_batch(TINY["vocab_size"], config.pad_token_id)
+    compare(body, hf, ours_ids, token_map[ours_ids], config.pad_token_id, hf_position_offset=config.pad_token_id + 1)
+
+
+def test_minilm_parity_real_weights(tmp_path):
+    """The shipped MiniLM-L6-H384 through our WordPiece dictionary == HF BertModel on its ids."""
+    model_dir = minilm_dir()
+    write_fairseq_dictionary(model_dir / "vocab.txt", tmp_path / "dict.txt")
+    dictionary = Dictionary.load(str(tmp_path / "dict.txt"))
+    assert len(dictionary) == 30522
+    config = json.loads((model_dir / "config.json").read_text())
+    body = S2SFTTransformer(hf_config_to_ours(config, len(dictionary), dictionary.pad()))
+    left = load_pretrained(body, model_dir, dictionary.symbols)
+    assert all(name.startswith("lm_head.") for name in left)  # a sentence encoder: no MLM head
+    body.eval()
+    hf = transformers.BertModel.from_pretrained(str(model_dir), add_pooling_layer=False).eval()
+    codec = WordPieceCodec(model_dir / "vocab.txt")
+    texts = ["Pseudo-masked fine-tuning predicts every target token.", "A short one."]
+    pieces = [codec.encode(t) for t in texts]
+    ours = [torch.cat([torch.tensor([dictionary.bos()]), dictionary.encode_line(p, add_if_not_exist=False).long()])
+            for p in pieces]  # fmt: skip
+    ours_ids = torch.full((2, max(len(x) for x in ours)), dictionary.pad())
+    for i, x in enumerate(ours):
+        ours_ids[i, : len(x)] = x
+    vocab_map = hf_token_map(dictionary.symbols, {p: i for i, p in enumerate(
+        (model_dir / "vocab.txt").read_text(encoding="utf-8").splitlines())})  # fmt: skip
+    hf_ids = vocab_map[ours_ids]
+    expected = [[101] + hf_tok for hf_tok in (hf_tokenizer_ids(model_dir, t) for t in texts)]
+    assert hf_ids[0, : len(expected[0])].tolist() == expected[0]  # [CLS] ... [SEP]
+    assert not (hf_ids < 0).any()
+    compare(body, hf, ours_ids, hf_ids, dictionary.pad())
+    assert join_pieces(pieces[0]) == "pseudo - masked fine - tuning predicts every target token ."
+
+
+def hf_tokenizer_ids(model_dir, text):
+    tokenizer = transformers.BertTokenizer(str(model_dir / "vocab.txt"), do_lower_case=True)
+    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.sep_token_id]
