@@ -16,6 +16,7 @@ from .data import ArticleDataset, DelimiterDataset
 from .embedding import JointEmbedding, init_source_embeddings, mean_row_norm
 from .layout import (
     ARTICLE,
+    DELIMITER,
     SUMMARY,
     article_targets,
     causal_mask,
@@ -25,6 +26,7 @@ from .layout import (
 
 __all__ = [
     "ARTICLE",
+    "DELIMITER",
     "SUMMARY",
     "ArticleDataset",
     "DelimiterDataset",

@@ -26,13 +26,13 @@ def mean_row_norm(weight, padding_idx=None):
 
 
 @torch.no_grad()
-def init_source_embeddings(source_weight, word_weight, ratio, padding_idx=None):
+def init_source_embeddings(source_weight, word_weight, ratio, padding_idx=None, generator=None):
     """Fill ``source_weight`` (``(2, C)``) with random directions whose norms are all
     ``ratio * mean_row_norm(word_weight)``."""
     if ratio <= 0:
         raise ValueError(f"the source-embedding norm ratio must be positive, got {ratio}")
     target = ratio * mean_row_norm(word_weight, padding_idx)
-    source_weight.normal_()
+    source_weight.normal_(generator=generator)
     source_weight.mul_(target / source_weight.float().norm(dim=1, keepdim=True).to(source_weight))
     return source_weight
 

@@ -13,6 +13,9 @@ parts; the gap is masked as keys and never predicted::
 
 import torch
 
+#: The delimiter symbol between article and summary (the public code's ``_delimiter_``).
+DELIMITER = "<delim>"
+
 #: Source-embedding ids (the paper's d_a and d_s).
 ARTICLE = 0
 SUMMARY = 1

@@ -23,16 +23,12 @@ import torch
 from fairseq.tasks import register_task
 
 from fairseq_ext.summarization_data import count_overlong
-from fairseq_ext.transformer_sm import ArticleDataset, DelimiterDataset
+from fairseq_ext.transformer_sm import DELIMITER, ArticleDataset, DelimiterDataset
 from fairseq_ext.transformer_sm.decoding import fix_ngram_blocking
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
 
 logger = logging.getLogger(__name__)
-
-#: The delimiter symbol added to the dictionary.
-DELIMITER = "<delim>"
-
 
 @dataclass
 class TransformerSMTaskConfig(AbstractiveSummarizationConfig):

@@ -1,0 +1,136 @@
+"""Converted GPT / GPT-2 weights: parity with Hugging Face ``transformers`` (randomly
+initialized models as the oracle) and a fine-tuning start through fairseq-train."""
+
+import json
+
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPTLMHeadModel
+
+import user_dir  # noqa: F401  (registers the plugin)
+from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
+from fairseq_ext.transformer_sm.convert import (
+    convert_state_dict,
+    fairseq_checkpoint,
+    hf_vocabulary_dictionary,
+    main,
+    model_args_from_hf,
+)
+from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
+from user_dir.tasks.transformer_sm import TransformerSMTask, TransformerSMTaskConfig
+
+VOCAB, POSITIONS = 60, 64
+SIZES = dict(n_embd=32, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=POSITIONS)
+
+
+def hf_models():
+    torch.manual_seed(0)
+    gpt2 = GPT2LMHeadModel(GPT2Config(**SIZES, bos_token_id=0, eos_token_id=0)).eval()
+    torch.manual_seed(0)
+    gpt = OpenAIGPTLMHeadModel(OpenAIGPTConfig(**SIZES)).eval()
+    return {"gpt2": gpt2, "openai-gpt": gpt}
+
+
+def hf_config(model):
+    config = model.config.to_dict()
+    config["model_type"] = model.config.model_type
+    return config
+
+
+def build(hf, source_embeddings, mode="continue"):
+    dictionary = hf_vocabulary_dictionary(VOCAB)
+    dictionary.add_symbol(DELIMITER)
+    task = TransformerSMTask(TransformerSMTaskConfig(), dictionary, dictionary)
+    config = hf_config(hf)
+    args = model_args_from_hf(config)
+    cfg = TransformerSMConfig(
+        **args, no_source_embeddings=not source_embeddings, summary_positions=mode,
+        max_source_positions=POSITIONS // 2, max_target_positions=POSITIONS // 2,
+    )  # fmt: skip
+    model = TransformerSMModel.build_model(cfg, task).eval()
+    state = convert_state_dict(config, hf.state_dict(), dictionary, source_embeddings=source_embeddings)
+    model.load_state_dict(state, strict=True)
+    return model, dictionary, state
+
+
+@pytest.fixture(scope="module")
+def models():
+    return hf_models()
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "openai-gpt"])
+def test_converted_weights_match_transformers(models, kind):
+    hf = models[kind]
+    model, dictionary, _ = build(hf, source_embeddings=False)
+    assert model.cfg.normalize_before == (kind == "gpt2")
+    gen = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, VOCAB, (2, 30), generator=gen)  # (B, T) Hugging Face ids
+    with torch.no_grad():
+        expected = hf(ids).logits  # (B, T, VOCAB)
+        ours_ids = ids + dictionary.nspecial  # symbol "i" sits at index i + 4
+        summary_logits, extra = model(ours_ids[:, :18], None, ours_ids[:, 18:], article_logits=True)
+        ours = torch.cat([extra["article_logits"], summary_logits], dim=1)  # (B, T, |dict|)
+    hf_columns = torch.arange(VOCAB) + dictionary.nspecial
+    torch.testing.assert_close(ours[..., hf_columns], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_converted_source_embeddings_follow_the_gpt_word_norms(models):
+    model, dictionary, state = build(models["gpt2"], source_embeddings=True, mode="restart")
+    words = state["decoder.embed.tokens.weight"]
+    # the pretrained rows are GPT's own
+    torch.testing.assert_close(words[dictionary.nspecial : dictionary.nspecial + VOCAB],
+                               models["gpt2"].transformer.wte.weight.detach())
+    norms = state["decoder.embed.sources.weight"].norm(dim=1)
+    torch.testing.assert_close(norms, (0.5 * mean_row_norm(words, dictionary.pad())).expand(2))
+    assert torch.count_nonzero(words[dictionary.pad()]) == 0
+
+
+def test_unsupported_configs_are_refused(models):
+    config = hf_config(models["gpt2"])
+    with pytest.raises(ValueError, match="eps"):
+        model_args_from_hf({**config, "layer_norm_epsilon": 1e-6})
+    with pytest.raises(ValueError, match="model_type"):
+        model_args_from_hf({**config, "model_type": "llama"})
+    with pytest.raises(ValueError, match="scaling"):
+        model_args_from_hf({**config, "scale_attn_by_inverse_layer_idx": True})
+
+
+def test_cli_writes_a_checkpoint_that_fairseq_train_finetunes(models, tmp_path):
+    """HF folder -> converter -> fairseq-preprocess with its dictionary -> fairseq-train
+    --finetune-from-model: the first update starts from the GPT-2 weights."""
+    from fairseq_cli import preprocess
+
+    from harness import train
+
+    hf_dir = tmp_path / "hf"
+    models["gpt2"].save_pretrained(hf_dir)
+    main(["--hf-model", str(hf_dir), "--out", str(tmp_path / "conv")])
+    flags = (tmp_path / "conv" / "args.txt").read_text().split()
+    assert flags[:2] == ["--arch", "transformer_sm"] and "--normalize-before" in flags
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    gen = torch.Generator().manual_seed(0)
+    for split, n in (("train", 8), ("valid", 4)):
+        for side, length in (("source", 20), ("target", 6)):
+            lines = [" ".join(map(str, torch.randint(0, VOCAB, (length,), generator=gen).tolist())) for _ in range(n)]
+            (raw / f"{split}.{side}").write_text("\n".join(lines) + "\n")
+    dict_path = str(tmp_path / "conv" / "dict.txt")
+    preprocess.main(preprocess.options.get_preprocessing_parser().parse_args([
+        "--source-lang", "source", "--target-lang", "target", "--trainpref", str(raw / "train"),
+        "--validpref", str(raw / "valid"), "--destdir", str(tmp_path / "bin"),
+        "--srcdict", dict_path, "--tgtdict", dict_path, "--workers", "1",
+    ]))  # fmt: skip
+    save = train(tmp_path / "bin", tmp_path / "ckpt", "transformer_sm", [
+        *flags[2:], "--mode", "ett", "--finetune-from-model", str(tmp_path / "conv" / "model.pt"),
+        "--max-source-positions", "32", "--max-target-positions", "16", "--batch-size", "4",
+        "--max-update", "1", "--lr", "1e-9", "--dropout", "0", "--attention-dropout", "0",
+        "--embed-dropout", "0", "--required-batch-size-multiple", "1",
+    ], task="transformer_sm", criterion="transformer_sm")  # fmt: skip
+    trained = torch.load(save / "checkpoint_last.pt", weights_only=True)["model"]
+    converted = torch.load(tmp_path / "conv" / "model.pt", weights_only=True)["model"]
+    assert trained.keys() == converted.keys()
+    # one update at lr 1e-9 with adam moves each weight by at most ~1e-9
+    for key in ("decoder.layers.1.fc2.weight", "decoder.embed.positions.weight"):
+        torch.testing.assert_close(trained[key], converted[key], atol=1e-7, rtol=0)
+    assert json.loads(json.dumps(fairseq_checkpoint({}, {"a": 1})["transformer_sm_model_args"])) == {"a": 1}
