@@ -251,6 +251,23 @@ def test_dat_is_the_language_model_loss_of_the_joint_row(task):
     assert log["summary_ntokens"] == target.numel()
 
 
+def test_dat_epochs_schedule_switches_to_ett(task):
+    model = make_model(task)
+    article, prev, target = make_batch(task)
+    sample = _sample(task, article, prev, target)
+    schedule = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="ett", dat_epochs=2)
+    dat = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="dat")
+    ett = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="ett")
+    try:
+        for epoch, reference in ((1, dat), (2, dat), (3, ett)):
+            task.begin_epoch(epoch, model)
+            torch.testing.assert_close(schedule(model, sample)[0], reference(model, sample)[0])
+    finally:
+        task.begin_epoch(1, model)
+    with pytest.raises(ValueError, match="--mode ett"):
+        TransformerSMCriterion(task, False, 0.0, mode="dat", dat_epochs=1)
+
+
 def test_criterion_needs_the_transformer_sm_task():
     with pytest.raises(ValueError, match="transformer_sm task"):
         TransformerSMCriterion(Namespace(target_dictionary=Dictionary()), False, 0.0)

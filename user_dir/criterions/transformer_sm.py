@@ -5,11 +5,17 @@
 * ``--mode ett`` (end-task training, Eq. 5): loss on the summary tokens and the end token only,
   which is ``label_smoothed_cross_entropy`` on the decoder output.
 
+``--mode ett --dat-epochs K`` runs the paper's whole schedule in one fairseq-train call:
+epochs 1..K use the DAT loss, later epochs the ETT loss (the epoch comes from the task's
+``begin_epoch``); pick checkpoints by ``--best-checkpoint-metric summary_nll_loss`` then, since
+the DAT loss also counts article tokens.
+
 Both use fairseq's ``label_smoothed_nll_loss`` (``--label-smoothing``, 0 in the paper) and
 count every predicted token in ``ntokens``/``sample_size``. ``summary_nll_loss`` is logged in
 both modes, so DAT and ETT runs can be compared (and checkpoints chosen) on the summary alone.
 """
 
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -26,6 +32,8 @@ from fairseq.logging import metrics
 
 from fairseq_ext.transformer_sm import article_targets
 
+logger = logging.getLogger(__name__)
+
 TRAINING_MODES = ChoiceEnum(["dat", "ett"])
 
 
@@ -36,19 +44,37 @@ class TransformerSMCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
         metadata={"help": "dat: loss on article and summary tokens (domain-adaptive training); "
                   "ett: loss on summary tokens only (end-task training)"},
     )
+    dat_epochs: int = field(
+        default=0,
+        metadata={"help": "with --mode ett: use the DAT loss for the first N epochs, then ETT "
+                  "(the paper's schedule, 10 + 10 epochs, in one run)"},
+    )
 
 
 @register_criterion("transformer_sm", dataclass=TransformerSMCriterionConfig)
 class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
-    def __init__(self, task, sentence_avg, label_smoothing, mode="ett", ignore_prefix_size=0, report_accuracy=False):
+    def __init__(self, task, sentence_avg, label_smoothing, mode="ett", dat_epochs=0, ignore_prefix_size=0,
+                 report_accuracy=False):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         if not hasattr(task, "delimiter_index"):
             raise ValueError("the transformer_sm criterion needs the transformer_sm task")
+        if dat_epochs < 0 or (dat_epochs and mode == "dat"):
+            raise ValueError("--dat-epochs N (N >= 0) schedules DAT before ETT and goes with --mode ett")
         self.mode = mode
+        self.dat_epochs = dat_epochs
         self.delimiter_index = task.delimiter_index
+        self._announced = None
+
+    def domain_adaptive(self):
+        """Whether the current epoch trains with the DAT loss."""
+        dat = self.mode == "dat" or getattr(self.task, "epoch", 1) <= self.dat_epochs
+        if dat != self._announced:
+            logger.info(f"transformer_sm criterion: {'DAT (article and summary)' if dat else 'ETT (summary only)'} loss")
+            self._announced = dat
+        return dat
 
     def forward(self, model, sample, reduce=True):
-        domain_adaptive = self.mode == "dat"
+        domain_adaptive = self.domain_adaptive()
         net_output = model(**sample["net_input"], article_logits=domain_adaptive)
         summary_loss, summary_nll = self.compute_loss(model, net_output, sample, reduce=reduce)
         loss, nll_loss, ntokens = summary_loss, summary_nll, sample["ntokens"]

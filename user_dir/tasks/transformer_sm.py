@@ -56,6 +56,12 @@ class TransformerSMTask(AbstractiveSummarizationTask):
         self.delimiter_index = tgt_dict.index(DELIMITER)
         if src_dict.index(DELIMITER) != self.delimiter_index or self.delimiter_index == tgt_dict.unk():
             raise ValueError(f"{DELIMITER} must have one index in the joined dictionary")
+        self.epoch = 1
+
+    def begin_epoch(self, epoch, model):
+        """Record the training epoch (the criterion's ``--dat-epochs`` schedule reads it)."""
+        super().begin_epoch(epoch, model)
+        self.epoch = epoch
 
     @classmethod
     def load_dictionary(cls, filename):
