@@ -52,7 +52,11 @@ fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/c
     --bpe sentencepiece --sentencepiece-model "${DATA}/bin/spm.model" \
     > "${WORK}/generate-test.txt"
 grep '^D-' "${WORK}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${WORK}/test.hyp"
-python -m fairseq_ext.rouge.lead --source "${DATA}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
+if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
+    python -m fairseq_ext.rouge.lead --aclsum test --n 3 --out "${WORK}/lead3.hyp"
+else
+    python -m fairseq_ext.rouge.lead --source "${DATA}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
+fi
 
 echo "== [4/4] files2rouge"
 files2rouge "${WORK}/test.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-${MODEL}.txt" > /dev/null

@@ -201,6 +201,13 @@ def test_lead_cli_splits_tokenized_sources(tmp_path, aclsum_lead3):
     assert all(produced[i] == lead_n(sentences[i], 3) for i in terminated)
 
 
+def test_lead_cli_aclsum_uses_the_dataset_sentences(tmp_path, aclsum_lead3):
+    """``--aclsum test`` reproduces the LEAD-3 built from ACLSum's own sentence lists exactly."""
+    out = tmp_path / "lead3.hyp"
+    lead_main(["--aclsum", "test", "--n", "3", "--out", str(out)])
+    assert out.read_text(encoding="utf-8") == aclsum_lead3[0].read_text(encoding="utf-8")
+
+
 def test_split_document_rule():
     assert split_document("It works . Does it ? Yes ! ( Lin et al . , 2004 ) etc . ) and so .") == \
         ["It works .", "Does it ?", "Yes !", "( Lin et al . , 2004 ) etc . ) and so ."]
