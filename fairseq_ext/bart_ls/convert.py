@@ -85,11 +85,12 @@ def convert_checkpoint(bart_path, dict_path, out_path, arch, max_source_position
                        encoder_attention="block", block_size=1024, global_tokens=64, pooling_layers=4,
                        pooling_kernel=18, pooling_stride=12, pooling_padding=9, seed=0):
     """Read a fairseq BART checkpoint, write the BART-LS checkpoint; returns the new state."""
-    from fairseq import checkpoint_utils
+    from fairseq_ext import checkpoint
 
-    state = checkpoint_utils.load_checkpoint_to_cpu(bart_path)
+    checkpoint.install()  # fairseq's Namespace configs under torch's weights_only=True
+    state = torch.load(str(bart_path), map_location="cpu", weights_only=True)  # raw, as fairseq-train saved it
     model_cfg = state["cfg"]["model"]
-    dictionary = Dictionary.load(dict_path)
+    dictionary = Dictionary.load(str(dict_path))
     state["model"] = extend_bart_state_dict(
         state["model"], padding_idx=dictionary.pad(), dict_size=len(dictionary),
         max_source_positions=max_source_positions, num_sentinels=num_sentinels,
@@ -106,8 +107,7 @@ def convert_checkpoint(bart_path, dict_path, out_path, arch, max_source_position
         setattr(model_cfg, key, value)
     if state["cfg"].get("task") is not None and "max_source_positions" in state["cfg"]["task"]:
         state["cfg"]["task"]["max_source_positions"] = max_source_positions
-    state["last_optimizer_state"] = None  # parameter shapes changed; fine-tune with a new optimizer
-    state["extra_state"] = None
+    state.pop("last_optimizer_state", None)  # parameter shapes changed: start a new optimizer
     torch.save(state, out_path)
     logger.info(f"wrote {out_path}: {arch}, {max_source_positions} source positions, {num_sentinels} sentinels")
     return state
@@ -131,9 +131,6 @@ def main(argv=None):
     parser.add_argument("--pooling-padding", type=int, default=9, help="pooling padding")
     parser.add_argument("--seed", type=int, default=0, help="seed of the new rows and pooling weights")
     args = parser.parse_args(argv)
-    from fairseq_ext import checkpoint
-
-    checkpoint.install()  # fairseq checkpoints under torch's weights_only=True
 
     convert_checkpoint(
         args.bart, args.dict, args.out, args.arch, args.max_source_positions, args.num_sentinels,
