@@ -32,7 +32,8 @@ def _last_valid_stats(records):
 
 @pytest.fixture(scope="module")
 def schedule(aclsum, tmp_path_factory):
-    """DAT for 2 epochs, then ETT for 1 epoch starting from the DAT weights."""
+    """DAT for 2 epochs, then ETT for 1 epoch starting from the DAT weights (with validation
+    ROUGE, which decodes through the task's inference_step)."""
     logger = logging.getLogger()
     handler = _Collect()
     logger.addHandler(handler)
@@ -44,7 +45,8 @@ def schedule(aclsum, tmp_path_factory):
         handler.records.clear()
         ett_dir = _train(
             aclsum, tmp_path_factory.mktemp("ett"), "ett",
-            ["--max-epoch", "1", "--finetune-from-model", str(dat_dir / "checkpoint_last.pt")],
+            ["--max-epoch", "1", "--finetune-from-model", str(dat_dir / "checkpoint_last.pt"),
+             "--eval-rouge", "--eval-rouge-args", '{"beam": 3, "max_len_b": 8, "no_repeat_ngram_size": 3}'],
         )  # fmt: skip
         ett_records = list(handler.records)
     finally:
@@ -77,6 +79,7 @@ def test_dat_counts_article_tokens_and_ett_only_summary_tokens(schedule):
     dat_wpb = float(dat_valid.split("| wpb ")[1].split()[0])
     ett_wpb = float(ett_valid.split("| wpb ")[1].split()[0])
     assert dat_wpb > 2 * ett_wpb
+    assert "rougeL" in ett_valid and "rougeL" not in dat_valid
 
 
 def test_ett_starts_from_the_dat_weights(schedule):

@@ -7,6 +7,7 @@ DAT == a plain language-model loss over the joint row, ETT == label-smoothed cro
 
 from argparse import Namespace
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -104,6 +105,24 @@ def test_article_dataset_drops_eos_prepends_start_and_truncates():
     assert list(ds.sizes) == [3, 2]
     with pytest.raises(ValueError, match="no room"):
         ArticleDataset(Items(), torch.tensor([0, 4, 4]), max_len=3, eos=2)
+
+
+def test_max_tokens_counts_the_joint_row():
+    from fairseq.data import LanguagePairDataset
+
+    from fairseq_ext.transformer_sm.data import DelimiterDataset
+
+    d = make_task().target_dictionary
+    src = [torch.full((n,), 5) for n in (30, 30, 30, 30)]
+    tgt = [torch.cat([torch.full((n - 1,), 6), torch.tensor([d.eos()])]) for n in (10, 10, 10, 10)]
+    pairs = LanguagePairDataset(src, [30] * 4, d, tgt, [10] * 4, d, left_pad_source=False)
+    joint = DelimiterDataset(pairs, delim=7)
+    assert joint.num_tokens(0) == 40
+    assert [len(b) for b in pairs.batch_by_size(np.arange(4), max_tokens=100)] == [3, 1]  # max(30, 10)
+    assert [len(b) for b in joint.batch_by_size(np.arange(4), max_tokens=100)] == [2, 2]  # 30 + 10
+    batch = joint.collater([joint[0], joint[1]])
+    assert batch["net_input"]["prev_output_tokens"][:, 0].tolist() == [7, 7]
+    assert batch["target"][:, -1].tolist() == [d.eos(), d.eos()]
 
 
 # --------------------------------------------------------------------------- embeddings

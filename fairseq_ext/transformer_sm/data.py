@@ -12,7 +12,7 @@ The binarized pair ``(a_1 .. a_M </s>, s_1 .. s_N </s>)`` becomes
 
 import numpy as np
 import torch
-from fairseq.data import BaseWrapperDataset
+from fairseq.data import BaseWrapperDataset, FairseqDataset
 
 
 class ArticleDataset(BaseWrapperDataset):
@@ -59,13 +59,33 @@ class ArticleDataset(BaseWrapperDataset):
 
 class DelimiterDataset(BaseWrapperDataset):
     """A :class:`~fairseq.data.LanguagePairDataset` whose decoder input starts with ``delim``
-    instead of fairseq's ``</s>``: ``<delim> s_1 .. s_N`` for the target ``s_1 .. s_N </s>``."""
+    instead of fairseq's ``</s>``: ``<delim> s_1 .. s_N`` for the target ``s_1 .. s_N </s>``.
+
+    A row costs ``article + summary`` tokens (one sequence), not the ``max`` of the two that
+    ``LanguagePairDataset`` counts, so ``--max-tokens`` batches by the joint length.
+    """
 
     def __init__(self, dataset, delim):
         super().__init__(dataset)
         if getattr(dataset, "left_pad_target", False):
             raise ValueError("Transformer-SM needs right-padded targets (--left-pad-target False)")
         self.delim = delim
+        src_sizes = np.asarray(dataset.src_sizes)
+        tgt_sizes = np.asarray(dataset.tgt_sizes) if dataset.tgt_sizes is not None else 0
+        self._joint_sizes = src_sizes + tgt_sizes
+
+    def num_tokens(self, index):
+        return int(self._joint_sizes[index])
+
+    def num_tokens_vec(self, indices):
+        return self._joint_sizes[indices]
+
+    def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+        # FairseqDataset's batching over this wrapper's joint lengths (not the inner dataset's)
+        return FairseqDataset.batch_by_size(
+            self, indices, max_tokens=max_tokens, max_sentences=max_sentences,
+            required_batch_size_multiple=required_batch_size_multiple,
+        )  # fmt: skip
 
     @property
     def src(self):
