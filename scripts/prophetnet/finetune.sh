@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fine-tune ProphetNet on document -> summary data (the foundation task
+# abstractive_summarization) with the future n-gram loss. PRESET picks the paper's settings
+# (section 3.2), every one overridable:
+#   cnndm     lr 1e-4, batch 512, warmup 1000, 10 epochs, label smoothing 0.1
+#   gigaword  lr 1e-4, batch 128, warmup 1000, 10 epochs, label smoothing 0.1
+# Batch = BATCH_SIZE x UPDATE_FREQ x GPUs. INIT is a pre-trained or converted checkpoint
+# (its <mask> row is dropped on load); leave it empty to train from scratch.
+#
+#   INIT=checkpoints/prophetnet_pretrain/checkpoint_best.pt DATA=data/cnndm/bin \
+#       bash scripts/prophetnet/finetune.sh
+#   PRESET=gigaword DATA=data/gigaword/bin INIT=converted/checkpoint.pt bash scripts/prophetnet/finetune.sh
+set -euo pipefail
+
+PRESET="${PRESET:-cnndm}"
+case "${PRESET}" in
+    cnndm) default_batch=512 default_source=512 default_target=140 ;;
+    gigaword) default_batch=128 default_source=128 default_target=64 ;;
+    *) echo "unknown PRESET=${PRESET} (cnndm or gigaword)" >&2; exit 2 ;;
+esac
+DATA="${DATA:-data/aclsum/bin}"
+INIT="${INIT:-}"
+SAVE="${SAVE:-checkpoints/prophetnet_${PRESET}}"
+ARCH="${ARCH:-prophetnet_summ_large}"
+NGRAM="${NGRAM:-2}"
+GAMMA="${GAMMA:-1.0}"
+LR="${LR:-1e-4}"
+WARMUP="${WARMUP:-1000}"
+MAX_EPOCH="${MAX_EPOCH:-10}"
+LABEL_SMOOTHING="${LABEL_SMOOTHING:-0.1}"
+BATCH="${BATCH:-${default_batch}}"
+BATCH_SIZE="${BATCH_SIZE:-8}"
+UPDATE_FREQ="${UPDATE_FREQ:-$(( BATCH / BATCH_SIZE ))}"
+SOURCE_POSITIONS="${SOURCE_POSITIONS:-${default_source}}"
+TARGET_POSITIONS="${TARGET_POSITIONS:-${default_target}}"
+
+extra=()
+if [[ -n "${INIT}" ]]; then
+    extra+=(--finetune-from-model "${INIT}")
+fi
+
+fairseq-train "${DATA}" --user-dir user_dir \
+    --task abstractive_summarization \
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
+    --arch "${ARCH}" --ngram "${NGRAM}" \
+    --criterion ngram_language_loss --ngram-gamma "${GAMMA}" --label-smoothing "${LABEL_SMOOTHING}" \
+    --optimizer adam --adam-betas "(0.9,0.999)" --lr "${LR}" --weight-decay 0.01 --clip-norm 0.1 \
+    --lr-scheduler inverse_sqrt --warmup-updates "${WARMUP}" --warmup-init-lr 1e-07 \
+    --max-epoch "${MAX_EPOCH}" --batch-size "${BATCH_SIZE}" --update-freq "${UPDATE_FREQ}" \
+    --dropout 0.1 --attention-dropout 0.1 \
+    --save-dir "${SAVE}" --no-epoch-checkpoints --log-format simple --log-interval 50 \
+    "${extra[@]}" "$@"

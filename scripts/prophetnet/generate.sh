@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Generate summaries with fairseq-generate (predicting streams off: two decoder rows a step)
+# and score them with files2rouge. PRESET picks the paper's decoding settings (section 3.2):
+#   cnndm     beam 5, lenpen 1.2, min 45, max 110 tokens, no repeated trigrams
+#   gigaword  beam 4, lenpen 1.0
+#
+#   CHECKPOINT=checkpoints/prophetnet_cnndm/checkpoint_best.pt DATA=data/cnndm/bin \
+#       REF=data/cnndm/raw/test.target bash scripts/prophetnet/generate.sh
+# Data binarized with the BERT dictionary of converted checkpoints decodes with
+# BPE_ARGS="--bpe bert --bpe-vocab-file vocab.txt" instead of the sentencepiece default.
+set -euo pipefail
+
+PRESET="${PRESET:-cnndm}"
+case "${PRESET}" in
+    cnndm) beam=5 lenpen=1.2 min_len=45 max_len=110 no_repeat=3 ;;
+    gigaword) beam=4 lenpen=1.0 min_len=1 max_len=64 no_repeat=0 ;;
+    *) echo "unknown PRESET=${PRESET} (cnndm or gigaword)" >&2; exit 2 ;;
+esac
+DATA="${DATA:-data/aclsum/bin}"
+CHECKPOINT="${CHECKPOINT:?set CHECKPOINT to a ProphetNet checkpoint}"
+REF="${REF:-$(dirname "${DATA}")/raw/test.target}"
+OUT="${OUT:-$(dirname "${CHECKPOINT}")/generate-${PRESET}}"
+SUBSET="${SUBSET:-test}"
+BEAM="${BEAM:-${beam}}"
+LENPEN="${LENPEN:-${lenpen}}"
+MIN_LEN="${MIN_LEN:-${min_len}}"
+MAX_LEN_B="${MAX_LEN_B:-${max_len}}"
+NO_REPEAT="${NO_REPEAT:-${no_repeat}}"
+BATCH_SIZE="${BATCH_SIZE:-32}"
+SOURCE_POSITIONS="${SOURCE_POSITIONS:-512}"
+TARGET_POSITIONS="${TARGET_POSITIONS:-140}"
+read -r -a bpe_args <<< "${BPE_ARGS:---bpe sentencepiece --sentencepiece-model ${DATA}/spm.model}"
+
+mkdir -p "${OUT}"
+fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+    --path "${CHECKPOINT}" --gen-subset "${SUBSET}" --batch-size "${BATCH_SIZE}" \
+    --required-batch-size-multiple 1 --num-workers 0 \
+    --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" \
+    --no-repeat-ngram-size "${NO_REPEAT}" \
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
+    "${bpe_args[@]}" "$@" > "${OUT}/generate-${SUBSET}.txt"
+grep '^D-' "${OUT}/generate-${SUBSET}.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/${SUBSET}.hyp"
+echo "hypotheses: ${OUT}/${SUBSET}.hyp"
+files2rouge "${OUT}/${SUBSET}.hyp" "${REF}" -s "${OUT}/rouge.txt"
