@@ -163,3 +163,38 @@ def test_clear_errors():
     long_src = torch.randint(d.nspecial, VOCAB, (1, 70))
     with pytest.raises(ValueError, match="positions"):
         model.encoder(long_src, torch.tensor([70]))
+
+
+def test_criterion_equals_label_smoothed_cross_entropy_on_predicted_positions():
+    from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
+
+    from user_dir.criterions.s2s_ft import S2SFTCriterion
+
+    model, d = make_model("pseudo")  # eval mode: no noise, every target predicted
+    src, lengths, prev, tgt = batch(d)
+    task = SimpleNamespace(target_dictionary=d)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
+              "target": tgt, "ntokens": int(tgt.ne(d.pad()).sum())}  # fmt: skip
+    ours = S2SFTCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    stock = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    with torch.no_grad():
+        loss, size, log = ours(model, sample)
+        ref_loss, ref_size, _ = stock(model, sample)
+    torch.testing.assert_close(loss, ref_loss)
+    assert size == ref_size == log["npredicted"]
+
+    model, d = make_model("masked", target_mask_prob=0.4)
+    torch.manual_seed(5)
+    with torch.no_grad():
+        loss, size, log = ours(model, sample)
+    torch.manual_seed(5)  # the same noise again, by hand
+    with torch.no_grad():
+        logits, extra = model(src, lengths, prev, target=tgt)
+        lprobs = torch.log_softmax(logits, dim=-1)[extra["loss_mask"]]
+        picked = tgt[extra["loss_mask"]]
+        nll = -lprobs.gather(1, picked[:, None]).sum()
+        smooth = -lprobs.sum()
+        eps = 0.1
+        expected = (1 - eps - eps / (len(d) - 1)) * nll + eps / (len(d) - 1) * smooth
+    assert size == int(extra["loss_mask"].sum()) < sample["ntokens"]
+    torch.testing.assert_close(loss, expected)

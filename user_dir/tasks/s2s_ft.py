@@ -10,6 +10,7 @@ The foundation task with two additions:
   hub and fairseq-generate's detokenized ``D-`` lines use WordPiece instead of sentencepiece.
 """
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -22,6 +23,8 @@ from fairseq_ext.s2s_ft.model import MASK_SYMBOLS
 from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
+
+logger = logging.getLogger(__name__)
 
 WORDPIECE_VOCAB = "vocab.txt"
 ADDED_MASK = "<mask>"
@@ -66,8 +69,12 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
         return AbstractiveSummarizationTask.spm.fget(self)
 
     def build_bpe(self, args):
-        """fairseq-generate without ``--bpe`` on WordPiece data: join the pieces in ``D-`` lines."""
-        if getattr(args, "_name", None) is None and self.wordpiece_vocab_path:
+        """WordPiece data: fairseq-generate's ``D-`` lines join the pieces (a ``--bpe`` given
+        for sentencepiece data, such as run_demo.sh's, does not apply and is ignored)."""
+        name = getattr(args, "_name", None)
+        if self.wordpiece_vocab_path:
+            if name is not None:
+                logger.warning(f"WordPiece data ({self.wordpiece_vocab_path}): ignoring --bpe {name}")
             return self.spm
         return super().build_bpe(args)
 

