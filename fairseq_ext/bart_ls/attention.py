@@ -27,10 +27,10 @@ from .masks import effective_block_size, ensure_nonempty_rows, left_align_index
 
 
 def _attend(q, k, v, allowed, dropout, training):
-    """Scaled dot-product attention with a boolean ``allowed`` mask (broadcastable)."""
-    return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=ensure_nonempty_rows(allowed), dropout_p=dropout if training else 0.0
-    )
+    """Scaled dot-product attention with a boolean ``allowed`` mask (broadcastable); no mask
+    at all when everything is allowed, which lets torch pick its fused kernels."""
+    mask = None if bool(allowed.all()) else ensure_nonempty_rows(allowed)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout if training else 0.0)
 
 
 def _blocks(x, block_size):

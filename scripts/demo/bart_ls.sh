@@ -1,0 +1,25 @@
+# Demo recipe: BART-LS at a small size (bart_ls_tiny widened to 256: block-sparse encoder with
+# pooled attention in the top layer) trained from scratch on aclsum_long (paper body -> abstract,
+# 4K source tokens). Sourced by scripts/run_demo.sh (MODEL=bart_ls); every variable can be
+# overridden from the environment.
+CORPUS="${CORPUS:-aclsum_long}"
+VOCAB_SIZE="${VOCAB_SIZE:-4000}"
+MAX_EPOCH="${MAX_EPOCH:-40}"
+TRAIN_ARGS=(
+    --task abstractive_summarization --arch "${ARCH:-bart_ls_tiny}"
+    --encoder-embed-dim 256 --decoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024
+    --encoder-attention-heads 4 --decoder-attention-heads 4 --encoder-layers 3 --decoder-layers 3
+    --encoder-attention "${ATTENTION:-block}" --block-size "${BLOCK_SIZE:-512}" --pooling-layers "${POOLING_LAYERS:-1}"
+    --pooling-kernel 18 --pooling-stride 12 --pooling-padding 9
+    --criterion label_smoothed_cross_entropy --label-smoothing 0.1
+    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
+    --lr-scheduler inverse_sqrt --warmup-updates 50
+    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    --max-tokens 8192 --max-source-positions "${SOURCE_POSITIONS:-4096}" --max-target-positions 512
+)
+GEN_ARGS=(
+    --task abstractive_summarization --required-batch-size-multiple 1
+    --beam "${BEAM:-4}" --lenpen "${LENPEN:-2.0}" --min-len "${MIN_LEN:-40}"
+    --max-len-b "${MAX_LEN_B:-200}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
+    --max-source-positions "${SOURCE_POSITIONS:-4096}" --max-target-positions 512
+)
