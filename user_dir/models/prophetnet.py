@@ -108,18 +108,20 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
         return model
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Drop embedding rows of symbols the pre-training task added (``<mask>``) when a
-        pre-trained checkpoint is fine-tuned with the plain dictionary (as BART does)."""
+        """Fit a pre-trained checkpoint to this model, as BART does for its ``<mask>`` row:
+        drop embedding rows of symbols the pre-training task added, and position rows beyond
+        this model's ``--max-*-positions`` (pre-training uses longer targets than summaries)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        size = len(self.decoder.dictionary)
+        own = self.state_dict()
         for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                    "decoder.output_projection.weight"):
+                    "decoder.output_projection.weight", "encoder.embed_positions.weight",
+                    "decoder.embed_positions.weight"):
             full = prefix + key
-            if full in state_dict and state_dict[full].size(0) > size:
-                extra = state_dict[full].size(0) - size
-                logger.info(f"{full}: dropping {extra} embedding rows beyond the dictionary ({size})")
-                state_dict[full] = state_dict[full][:size]
+            if full in state_dict and key in own and state_dict[full].size(0) > own[key].size(0):
+                rows = own[key].size(0)
+                logger.info(f"{full}: keeping the first {rows} of {state_dict[full].size(0)} rows")
+                state_dict[full] = state_dict[full][:rows]
 
 
 def _fill(args, **values):
