@@ -18,19 +18,19 @@ before the masked softmax (DeBERTa's fp16 safety).
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 
 def masked_softmax(scores, key_padding_mask):
-    """Softmax over the last axis of ``scores`` (B, H, T, S) in fp32, ignoring padded keys.
+    """Softmax over the last axis of fp32 ``scores`` (B, H, T, S), ignoring padded keys.
 
     ``key_padding_mask`` is (B, S), True at padding. The detached row maximum over the allowed
     keys is subtracted first; a row with no allowed key gets all-zero weights (not NaN).
+    ``scores`` is overwritten (it is a fresh tensor made by :func:`disentangled_scores`).
     """
     blocked = key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
-    scores = scores.float().masked_fill(blocked, torch.finfo(torch.float32).min)
-    scores = scores - scores.amax(dim=-1, keepdim=True).detach()
+    scores = scores.masked_fill_(blocked, torch.finfo(scores.dtype).min)
+    scores = scores.sub_(scores.amax(dim=-1, keepdim=True).detach())
     return torch.softmax(scores, dim=-1).masked_fill(blocked, 0.0)  # (B, H, T, S)
 
 
@@ -38,24 +38,24 @@ def disentangled_scores(query, key, pos_query, pos_key, position_index):
     """The three score terms of disentangled attention, summed in fp32.
 
     Args:
-        query, key: (B, H, T, D) content queries and keys, already scaled by ``1/sqrt(3D)``
-            (query) and unscaled (key); see :class:`DisentangledSelfAttention`.
+        query, key: (B, H, T, D) content queries and keys; ``query`` already scaled by
+            ``1/sqrt(3D)`` (see :class:`DisentangledSelfAttention`).
         pos_query, pos_key: (H, 2S, D) projections of the relative table; ``pos_query`` is
             scaled like ``query``.
         position_index: (T, T) LongTensor, ``clamp(bucket(i - j) + S, 0, 2S - 1)``.
 
     Returns:
-        (B, H, T, T) fp32 scores.
+        (B, H, T, T) fp32 scores (a fresh tensor).
     """
     batch, heads, length, _ = query.shape
-    c2c = torch.matmul(query, key.transpose(-1, -2))  # (B, H, T, T)
-    c2p = torch.matmul(query, pos_key.transpose(-1, -2).unsqueeze(0))  # (B, H, T, 2S)
-    c2p = c2p.gather(-1, position_index.expand(batch, heads, length, length))  # (B, H, T, T)
+    index = position_index.expand(batch, heads, length, length)  # (B, H, T, T), a view
+    scores = torch.matmul(query, key.transpose(-1, -2)).float()  # (B, H, T, T) c2c
+    c2p = torch.matmul(query, pos_key.transpose(-1, -2))  # (B, H, T, 2S)
+    scores += c2p.gather(-1, index)  # c2p[b, h, i, j] = Q_i . Kr_{index[i, j]}
     # p2c: [j, i] of K Qr^T read at clamp(-bucket(j - i) + S) = index[i, j] (odd-symmetric buckets)
-    p2c = torch.matmul(key, pos_query.transpose(-1, -2).unsqueeze(0))  # (B, H, T, 2S)
-    p2c_index = position_index.transpose(0, 1).expand(batch, heads, length, length)
-    p2c = p2c.gather(-1, p2c_index).transpose(-1, -2)  # (B, H, T, T)
-    return c2c.float() + c2p.float() + p2c.float()
+    p2c = torch.matmul(key, pos_query.transpose(-1, -2))  # (B, H, T, 2S)
+    scores += p2c.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+    return scores
 
 
 class DisentangledSelfAttention(nn.Module):
@@ -84,8 +84,8 @@ class DisentangledSelfAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def _heads(self, x):
-        """(..., L, C) -> (..., H, L, D)."""
-        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
+        """(..., L, C) -> (..., H, L, D), contiguous (one copy here, none in the matmuls)."""
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2).contiguous()
 
     def forward(self, x, key_padding_mask, rel_embeddings, position_index):
         """
@@ -99,10 +99,10 @@ class DisentangledSelfAttention(nn.Module):
         Returns:
             (B, T, C) attention output after the output projection.
         """
-        query = self._heads(self.q_proj(x)) * self.scaling  # (B, H, T, D)
+        query = self._heads(self.q_proj(x) * self.scaling)  # (B, H, T, D)
         key = self._heads(self.k_proj(x))  # (B, H, T, D)
         value = self._heads(self.v_proj(x))  # (B, H, T, D)
-        pos_query = self._heads(self.q_proj(rel_embeddings)) * self.scaling  # (H, 2S, D)
+        pos_query = self._heads(self.q_proj(rel_embeddings) * self.scaling)  # (H, 2S, D)
         pos_key = self._heads(self.k_proj(rel_embeddings))  # (H, 2S, D)
         scores = disentangled_scores(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
         probs = self.dropout(masked_softmax(scores, key_padding_mask).to(value.dtype))

@@ -13,7 +13,6 @@ The configuration object is fairseq's ``TransformerConfig`` carrying four extra 
 ``fie_chunk_size`` and ``fie_global_layers``.
 """
 
-import torch
 from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase

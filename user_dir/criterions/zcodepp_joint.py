@@ -13,7 +13,6 @@ Gradient-disentangled embedding sharing lives in the model (``--generator-layers
 import math
 from dataclasses import dataclass, field
 
-import torch
 import torch.nn.functional as F
 from fairseq import utils
 from fairseq.criterions import FairseqCriterion, register_criterion

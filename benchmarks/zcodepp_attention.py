@@ -1,0 +1,89 @@
+"""Disentangled attention: forward + backward time against vanilla attention of the same size
+and against HF DeBERTa-v2's DisentangledSelfAttention (Z-Code++ issue, "Measure").
+
+    OMP_NUM_THREADS=2 python benchmarks/zcodepp_attention.py [--length 512 --batch 4 --repeats 10]
+
+All three modules get the same width, heads and input; the DA modules the same relative table
+(256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best times (of --repeats) and the
+ratios against vanilla attention and against HF, all measured in this run.
+"""
+
+import argparse
+import time
+
+import torch
+from fairseq.modules import MultiheadAttention
+from transformers import DebertaV2Config
+from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as HFAttention
+
+from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
+from fairseq_ext.zcodepp.relative_position import relative_position_index
+
+
+def timed(step, repeats, warmup):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return min(times)  # best of N: the least disturbed by other jobs on a shared machine
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--length", type=int, default=512, help="tokens per example")
+    parser.add_argument("--batch", type=int, default=4, help="examples per batch")
+    parser.add_argument("--dim", type=int, default=768, help="model width (base: 768)")
+    parser.add_argument("--heads", type=int, default=12, help="attention heads (base: 12)")
+    parser.add_argument("--buckets", type=int, default=256, help="relative position buckets")
+    parser.add_argument("--max-distance", type=int, default=512, help="max relative distance")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs (the best is reported)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs first")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+
+    batch, length, dim = args.batch, args.length, args.dim
+    x = torch.randn(batch, length, dim, requires_grad=True)
+    padding = torch.zeros(batch, length, dtype=torch.bool)
+    padding[0, length - length // 4:] = True  # some padding, as in a real batch
+    rel = torch.randn(2 * args.buckets, dim, requires_grad=True)
+
+    ours = DisentangledSelfAttention(dim, args.heads)
+    index = relative_position_index(length, args.buckets, args.max_distance)
+    hf = HFAttention(DebertaV2Config(
+        hidden_size=dim, num_attention_heads=args.heads, relative_attention=True, position_buckets=args.buckets,
+        max_relative_positions=args.max_distance, pos_att_type=["p2c", "c2p"], share_att_key=True,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    ))
+    keep = (~padding).long()
+    hf_mask = keep[:, None, :, None] * keep[:, None, None, :]
+    vanilla = MultiheadAttention(dim, args.heads, self_attention=True)
+
+    def run_ours():
+        ours(x, padding, rel, index).sum().backward()
+
+    def run_hf():
+        hf(x, hf_mask, rel_embeddings=rel)[0].sum().backward()
+
+    def run_vanilla():
+        t_first = x.transpose(0, 1)  # (T, B, C)
+        vanilla(t_first, t_first, t_first, key_padding_mask=padding, need_weights=False)[0].sum().backward()
+
+    results = {
+        "vanilla (fairseq MultiheadAttention)": timed(run_vanilla, args.repeats, args.warmup),
+        "HF DebertaV2 DisentangledSelfAttention": timed(run_hf, args.repeats, args.warmup),
+        "ours (DisentangledSelfAttention)": timed(run_ours, args.repeats, args.warmup),
+    }
+    base, hf_time = results["vanilla (fairseq MultiheadAttention)"], results["HF DebertaV2 DisentangledSelfAttention"]
+    print(f"forward + backward, batch {batch} x {length} tokens, width {dim}, {args.heads} heads, "
+          f"{torch.get_num_threads()} threads, best of {args.repeats}\n")
+    print("| attention | ms | vs vanilla | vs HF |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, seconds in results.items():
+        print(f"| {name} | {1000 * seconds:.1f} | {seconds / base:.2f}x | {seconds / hf_time:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
