@@ -27,10 +27,22 @@ from .masks import effective_block_size, ensure_nonempty_rows, left_align_index
 
 
 def _attend(q, k, v, allowed, dropout, training):
-    """Scaled dot-product attention with a boolean ``allowed`` mask (broadcastable); no mask
-    at all when everything is allowed, which lets torch pick its fused kernels."""
-    mask = None if bool(allowed.all()) else ensure_nonempty_rows(allowed)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout if training else 0.0)
+    """Scaled dot-product attention over any leading dims with a boolean ``allowed`` mask
+    (broadcastable to ``(..., Lq, Lk)``).
+
+    The leading dims are flattened to a 4-D batch because torch's fused (memory-efficient)
+    CPU and GPU kernels take 4-D inputs only; 5-D inputs fall back to materialized scores.
+    """
+    lead = q.shape[:-2]
+    q4 = q.reshape(-1, 1, q.size(-2), q.size(-1))  # (N, 1, Lq, D)
+    k4 = k.reshape(-1, 1, k.size(-2), k.size(-1))  # (N, 1, Lk, D)
+    v4 = v.reshape(-1, 1, v.size(-2), v.size(-1))  # (N, 1, Lk, D)
+    mask = None
+    if not bool(allowed.all()):
+        rows, cols = allowed.size(-2), allowed.size(-1)
+        mask = ensure_nonempty_rows(allowed).expand(*lead, rows, cols).reshape(-1, 1, rows, cols)  # (N, 1, *, Lk)
+    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, dropout_p=dropout if training else 0.0)
+    return out.view(*lead, q.size(-2), v.size(-1))
 
 
 def _blocks(x, block_size):
