@@ -5,7 +5,10 @@
 #   cnndm     lr 1e-4, batch 512, warmup 1000, 10 epochs, label smoothing 0.1
 #   gigaword  lr 1e-4, batch 128, warmup 1000, 10 epochs, label smoothing 0.1
 # Batch = BATCH_SIZE x UPDATE_FREQ x GPUs. INIT is a pre-trained or converted checkpoint
-# (its <mask> row is dropped on load); leave it empty to train from scratch.
+# (its <mask> row and extra position rows are dropped on load); leave it empty to train from
+# scratch. Sources default to 511 tokens: the released checkpoints have 512 position rows,
+# one of them for padding. A converted checkpoint needs data tokenized with its WordPiece
+# vocabulary (python -m fairseq_ext.s2s_ft.prepare_wordpiece --vocab HF_DIR/prophetnet.tokenizer).
 #
 #   INIT=checkpoints/prophetnet_pretrain/checkpoint_best.pt DATA=data/cnndm/bin \
 #       bash scripts/prophetnet/finetune.sh
@@ -14,7 +17,7 @@ set -euo pipefail
 
 PRESET="${PRESET:-cnndm}"
 case "${PRESET}" in
-    cnndm) default_batch=512 default_source=512 default_target=140 ;;
+    cnndm) default_batch=512 default_source=511 default_target=140 ;;
     gigaword) default_batch=128 default_source=128 default_target=64 ;;
     *) echo "unknown PRESET=${PRESET} (cnndm or gigaword)" >&2; exit 2 ;;
 esac
