@@ -113,18 +113,21 @@ class ZCodeppModel(TransformerModel):
             if self.generator is None and fold_gdes_state_dict(state_dict):
                 logger.info("folded the GDES embedding delta into the encoder-decoder embeddings "
                             "and dropped the generator and the RTD head")
-            self._drop_extra_symbols(state_dict)
+            self._fit_tables(state_dict)
         super().upgrade_state_dict_named(state_dict, name)
 
-    def _drop_extra_symbols(self, state_dict):
-        """Pre-training appends ``<mask>`` and sentinels to the dictionary; a task without them
-        (summarization) keeps the first rows of the embedding table only."""
-        rows = self.encoder.embed_tokens.num_embeddings
-        for key in EMBEDDING_KEYS:
-            if key in state_dict and state_dict[key].size(0) > rows:
-                logger.info(f"{key}: keeping the first {rows} of {state_dict[key].size(0)} rows "
-                            "(the pre-training symbols appended to the dictionary are dropped)")
-                state_dict[key] = state_dict[key][:rows]
+    def _fit_tables(self, state_dict):
+        """Keep the leading rows of tables the checkpoint has more of than this model: the
+        ``<mask>`` and sentinel symbols pre-training appends to the dictionary (a summarization
+        task's dictionary lacks them), and decoder positions beyond ``--max-target-positions``
+        (phase one may train with longer targets than a later phase)."""
+        rows = {key: self.encoder.embed_tokens.num_embeddings for key in EMBEDDING_KEYS}
+        if self.decoder.embed_positions is not None and hasattr(self.decoder.embed_positions, "weight"):
+            rows["decoder.embed_positions.weight"] = self.decoder.embed_positions.weight.size(0)
+        for key, keep in rows.items():
+            if key in state_dict and state_dict[key].size(0) > keep:
+                logger.info(f"{key}: keeping the first {keep} of {state_dict[key].size(0)} rows")
+                state_dict[key] = state_dict[key][:keep]
 
 
 @register_model_architecture("zcodepp", "zcodepp_base")

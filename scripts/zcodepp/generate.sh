@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Summarize a test set with fairseq-generate and score it with files2rouge. Decoding: the
+# paper's Table 8 ranges (beam {2,4,5,8}, length penalty 0.5-1.2, no-repeat {0,3}), overridable.
+# FIE_CHUNK switches fusion-in-encoder on (or off) at generation time.
+#
+#   CHECKPOINT=checkpoints/zcodepp_aclsum/checkpoint_best.pt bash scripts/zcodepp/generate.sh
+#   CORPUS=aclsum_long FIE_CHUNK=256 SOURCE_POSITIONS=8192 CHECKPOINT=... bash scripts/zcodepp/generate.sh
+set -euo pipefail
+
+CORPUS="${CORPUS:-aclsum}"
+DATA="${DATA:-data/zcodepp/${CORPUS}/bin}"
+RAW="${RAW:-$(dirname "${DATA}")/raw}"
+CHECKPOINT="${CHECKPOINT:?set CHECKPOINT to a fine-tuned Z-Code++ checkpoint}"
+OUT="${OUT:-$(dirname "${CHECKPOINT}")/generate}"
+SOURCE_POSITIONS="${SOURCE_POSITIONS:-1024}"
+TARGET_POSITIONS="${TARGET_POSITIONS:-512}"
+FIE_CHUNK="${FIE_CHUNK:-}"
+BEAM="${BEAM:-4}"
+LENPEN="${LENPEN:-1.0}"
+NO_REPEAT="${NO_REPEAT:-3}"
+MIN_LEN="${MIN_LEN:-10}"
+MAX_LEN_B="${MAX_LEN_B:-200}"
+BATCH_SIZE="${BATCH_SIZE:-8}"
+
+overrides="{\"max_source_positions\": ${SOURCE_POSITIONS}"
+if [[ -n "${FIE_CHUNK}" ]]; then
+    overrides+=", \"fie_chunk_size\": ${FIE_CHUNK}"
+fi
+overrides+="}"
+
+mkdir -p "${OUT}"
+fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+    --path "${CHECKPOINT}" --model-overrides "${overrides}" --gen-subset test \
+    --batch-size "${BATCH_SIZE}" --required-batch-size-multiple 1 --num-workers 0 \
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
+    --beam "${BEAM}" --lenpen "${LENPEN}" --no-repeat-ngram-size "${NO_REPEAT}" \
+    --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" \
+    --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" "$@" > "${OUT}/generate-test.txt"
+grep '^D-' "${OUT}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/test.hyp"
+files2rouge "${OUT}/test.hyp" "${RAW}/test.target" -s "${OUT}/rouge.txt"
+cat "${OUT}/rouge.txt"
