@@ -29,10 +29,10 @@ def _dictionary():
     return d
 
 
-def _model(ngram=2, seed=0):
+def _model(ngram=2, seed=0, decoder_layers=None):
     torch.manual_seed(seed)
     d = _dictionary()
-    args = Namespace(max_source_positions=64, max_target_positions=64, ngram=ngram)
+    args = Namespace(max_source_positions=64, max_target_positions=64, ngram=ngram, decoder_layers=decoder_layers)
     prophetnet_summ_tiny(args)
     task = Namespace(source_dictionary=d, target_dictionary=d)
     return ProphetNetSummModel.build_model(args, task), task
@@ -63,7 +63,7 @@ def _sample(d, src_lengths, tgt_lengths, seed=1, extra_src_pad=0, extra_tgt_pad=
 
 
 def test_incremental_decoding_matches_full_forward_in_beam_search():
-    model, task = _model(ngram=3)
+    model, task = _model(ngram=3, decoder_layers=2)
     model.eval()
     d = task.target_dictionary
     sample = _sample(d, [9, 6, 11], [4, 4, 4])
@@ -86,12 +86,13 @@ def test_incremental_decoding_matches_full_forward_in_beam_search():
 
 
 def test_decoding_computes_only_main_and_next_token_rows():
-    model, task = _model(ngram=3)
+    model, task = _model(ngram=3, decoder_layers=2)
     model.eval()
     d = task.target_dictionary
     sample = _sample(d, [5, 7], [3, 3])
-    seen = []
+    seen, seen_last = [], []
     hook = model.decoder.layers[0].register_forward_hook(lambda m, args, out: seen.append(out.shape[1]))
+    hook_last = model.decoder.layers[1].register_forward_hook(lambda m, args, out: seen_last.append(out.shape[1]))
     net = sample["net_input"]
     with torch.no_grad():
         enc = model.encoder(net["src_tokens"], net["src_lengths"])
@@ -101,7 +102,9 @@ def test_decoding_computes_only_main_and_next_token_rows():
             assert extra["ngram_logits"].shape[1] == 1
         model.decoder(net["prev_output_tokens"], enc)
     hook.remove()
-    assert seen == [2, 2, 2, 4 * 3]  # two rows a step; (1 + n) T rows in training
+    hook_last.remove()
+    assert seen == [2, 2, 2, 4 * 3]  # main + stream 1 a step; (1 + n) T rows in training
+    assert seen_last == [1, 1, 1, 3 * 3]  # the last layer keeps the predicting rows only
 
 
 def _criteria(task, eps=0.1, **kwargs):

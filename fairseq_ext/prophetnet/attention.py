@@ -72,12 +72,20 @@ class NgramSelfAttention(nn.Module):
         layout,
         num_main: int,
         incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        skip_main_queries: bool = False,
     ) -> Tensor:
-        """``x`` (B, Q, C) -> (B, Q, C); the first ``num_main`` rows are main-stream rows."""
-        q = self._heads(self.q_proj(x))  # (B, H, Q, d)
+        """``x`` (B, Q, C) -> (B, Q, C); the first ``num_main`` rows are main-stream rows.
+
+        With ``skip_main_queries`` (the last layer, whose main-stream output nothing reads)
+        the main rows only provide keys/values and the output has the other rows only.
+        """
         k = self._heads(self.k_proj(x))  # (B, H, Q, d)
         v = self._heads(self.v_proj(x))  # (B, H, Q, d)
         k_main, v_main = k[:, :, :num_main], v[:, :, :num_main]  # (B, H, T, d)
+        if skip_main_queries:
+            x, k, v = x[:, num_main:], k[:, :, num_main:], v[:, :, num_main:]
+            layout = type(layout)(*(field[num_main:] for field in layout))
+        q = self._heads(self.q_proj(x))  # (B, H, Q', d)
         if incremental_state is not None:
             saved = self.get_incremental_state(incremental_state, "main_kv") or {}
             if "prev_key" in saved:
@@ -85,7 +93,7 @@ class NgramSelfAttention(nn.Module):
                 v_main = torch.cat([saved["prev_value"], v_main], dim=2)
             self.set_incremental_state(incremental_state, "main_kv", {"prev_key": k_main, "prev_value": v_main})
 
-        table = self.relative_proj(x)  # (B, Q, buckets * H)
+        table = self.relative_proj(x)  # (B, Q', buckets * H)
         lowest = torch.finfo(table.dtype).min
         bias = gather_relative_bias(table, layout.buckets, self.num_heads)  # (B, H, Q, K)
         bias = bias.masked_fill(~layout.allowed, lowest)

@@ -10,7 +10,9 @@ next-token distribution.
 Inference switches the other streams off (section 2.3, last paragraph): each decoding step
 computes two rows, the new main-stream row (whose keys/values go to the cache) and the
 stream-1 row that predicts the next token. Public implementations compute all ``n``
-streams at every step and discard ``n - 1`` of them; here they are never computed.
+streams at every step and discard ``n - 1`` of them; here they are never computed. In the
+last layer the main stream only supplies keys/values (no vocabulary projection reads it),
+so its queries, encoder attention and feed-forward are skipped there, in training too.
 """
 
 from typing import Dict, Optional
@@ -47,9 +49,13 @@ class NgramDecoderLayer(nn.Module):
         self.fc2 = nn.Linear(ffn_dim, embed_dim)
         self.final_layer_norm = LayerNorm(embed_dim)
 
-    def forward(self, x, layout, num_main, encoder_out=None, encoder_padding_mask=None, incremental_state=None):
-        """``x`` (B, Q, C) rows of all streams -> (B, Q, C); ``encoder_out`` is (S, B, C)."""
-        attn = self.self_attn(x, layout, num_main, incremental_state)  # (B, Q, C)
+    def forward(self, x, layout, num_main, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
+                skip_main_queries=False):
+        """``x`` (B, Q, C) rows of all streams -> (B, Q, C); ``encoder_out`` is (S, B, C).
+        ``skip_main_queries``: the main rows give keys/values only and are not returned."""
+        attn = self.self_attn(x, layout, num_main, incremental_state, skip_main_queries)  # (B, Q', C)
+        if skip_main_queries:
+            x = x[:, num_main:]  # (B, Q', C)
         x = self.self_attn_layer_norm(x + F.dropout(attn, self.dropout, self.training))
         if encoder_out is not None:
             cross, _ = self.encoder_attn(
@@ -157,7 +163,8 @@ class NgramDecoder(FairseqIncrementalDecoder):
             enc = encoder_out["encoder_out"][0]  # (S, B, C)
             if len(encoder_out["encoder_padding_mask"]) > 0:
                 enc_mask = encoder_out["encoder_padding_mask"][0]  # (B, S)
-        for layer in self.layers:
-            x = layer(x, layout, steps, enc, enc_mask, incremental_state)
-        states = x[:, steps:].view(bsz, len(streams), steps, -1)  # (B, n', T, C)
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):  # nothing reads the main stream's last output
+            x = layer(x, layout, steps, enc, enc_mask, incremental_state, skip_main_queries=index == last)
+        states = x.view(bsz, len(streams), steps, -1)  # (B, n', T, C)
         return states, {"attn": [None], "inner_states": None}
