@@ -19,6 +19,7 @@ run unchanged; with the ``transformer_sm`` model this is the paper's conditionin
 import logging
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from fairseq.tasks import register_task
 
@@ -73,7 +74,7 @@ class TransformerSMTask(AbstractiveSummarizationTask):
         """``<s> [instruction] article`` without ``</s>``, truncated (counted) to the limit."""
         prefix = torch.cat([torch.LongTensor([self.src_dict.bos()]), self.instruction_tokens])
         limit = self.cfg.max_source_positions
-        n_long, longest = count_overlong(dataset.sizes - 1 + len(prefix), limit)
+        n_long, longest = count_overlong(np.asarray(dataset.sizes) - 1 + len(prefix), limit)
         if n_long:
             action = "truncated" if self.cfg.truncate_source else "left to the size filter"
             logger.info(
