@@ -44,9 +44,9 @@ def vocab():
     return d, mask, sentinels
 
 
-def build_model(dictionary, generator_layers):
+def build_model(dictionary, generator_layers, max_target_positions=128):
     args = Namespace(arch="zcodepp_tiny", generator_layers=generator_layers, dropout=0.0, attention_dropout=0.0,
-                     max_source_positions=256, max_target_positions=128)
+                     max_source_positions=256, max_target_positions=max_target_positions)
     from fairseq.models import ARCH_CONFIG_REGISTRY
 
     ARCH_CONFIG_REGISTRY["zcodepp_tiny"](args)
@@ -195,6 +195,14 @@ def test_gdes_delta_is_folded_on_export(vocab):
         before = pretrain(**batch["net_input"])[0]
         after = finetune(**batch["net_input"])[0]
     torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
+
+    # a later phase with shorter targets and without the pre-training symbols still loads
+    smaller = Dictionary()
+    for i in range(WORDS):
+        smaller.add_symbol(f"w{i}")
+    shorter = build_model(smaller, generator_layers=0, max_target_positions=64)
+    shorter.load_state_dict(dict(state))
+    torch.testing.assert_close(shorter.encoder.embed_tokens.weight, expected[: len(smaller)], atol=0, rtol=0)
 
     exported = dict(state)
     assert fold_gdes_state_dict(exported)
