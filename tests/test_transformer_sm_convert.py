@@ -134,3 +134,29 @@ def test_cli_writes_a_checkpoint_that_fairseq_train_finetunes(models, tmp_path):
     for key in ("decoder.layers.1.fc2.weight", "decoder.embed.positions.weight"):
         torch.testing.assert_close(trained[key], converted[key], atol=1e-7, rtol=0)
     assert json.loads(json.dumps(fairseq_checkpoint({}, {"a": 1})["transformer_sm_model_args"])) == {"a": 1}
+
+
+def test_hf_text_roundtrip_with_a_local_tokenizer(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from fairseq_ext.transformer_sm import hf_text
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator(["the cat sat on the mat", "a summary of the paper"] * 10, trainer)
+    PreTrainedTokenizerFast(tokenizer_object=bpe).save_pretrained(tmp_path / "tok")
+
+    (tmp_path / "in.txt").write_text("the cat sat on a paper mat\n\nan unseen wörd\n", encoding="utf-8")
+    hf_text.main(["encode", "--tokenizer", str(tmp_path / "tok"),
+                  "--inputs", str(tmp_path / "in.txt"), "--outputs", str(tmp_path / "out.ids")])
+    lines = (tmp_path / "out.ids").read_text().splitlines()
+    assert len(lines) == 3 and lines[1] == "" and all(s.isdigit() for s in lines[0].split())
+    tokenizer = hf_text.load_tokenizer(str(tmp_path / "tok"))
+    assert hf_text.decode_line(tokenizer, lines[0]) == "the cat sat on a paper mat"
+    assert hf_text.decode_line(tokenizer, lines[2]) == "an unseen wörd"
+    assert hf_text.decode_line(tokenizer, "<delim> " + lines[0] + " <unk>") == "the cat sat on a paper mat"
+    with pytest.raises(ValueError, match="line 7"):
+        hf_text.decode_line(tokenizer, "12 madeupword0000", line_number=7)
