@@ -31,6 +31,7 @@ from .abstractive_summarization import AbstractiveSummarizationConfig, Abstracti
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass
 class TransformerSMTaskConfig(AbstractiveSummarizationConfig):
     left_pad_source: bool = field(
