@@ -21,7 +21,8 @@ def aclsum(tmp_path_factory):
 
 
 def _train(data, save_dir, mode, extra=()):
-    return train(data, save_dir, ARCH, ["--mode", mode, *TRAIN, *extra], task="transformer_sm", criterion="transformer_sm")
+    argv = ["--mode", mode, *TRAIN, *extra]
+    return train(data, save_dir, ARCH, argv, task="transformer_sm", criterion="transformer_sm")
 
 
 def _last_valid_stats(records):

@@ -50,7 +50,9 @@ def model_args_from_hf(config):
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation {activation!r} has no fairseq equivalent ({sorted(ACTIVATIONS)})")
     if abs(config.get("layer_norm_epsilon", LAYER_NORM_EPS) - LAYER_NORM_EPS) > 1e-12:
-        raise ValueError(f"fairseq's LayerNorm uses eps={LAYER_NORM_EPS}, the checkpoint {config['layer_norm_epsilon']}")
+        raise ValueError(
+            f"fairseq's LayerNorm uses eps={LAYER_NORM_EPS}, the checkpoint {config['layer_norm_epsilon']}"
+        )
     if kind == "gpt2" and (
         not config.get("scale_attn_weights", True) or config.get("scale_attn_by_inverse_layer_idx", False)
     ):

@@ -69,7 +69,8 @@ class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
         """Whether the current epoch trains with the DAT loss."""
         dat = self.mode == "dat" or getattr(self.task, "epoch", 1) <= self.dat_epochs
         if dat != self._announced:
-            logger.info(f"transformer_sm criterion: {'DAT (article and summary)' if dat else 'ETT (summary only)'} loss")
+            loss = "DAT (article and summary)" if dat else "ETT (summary only)"
+            logger.info(f"transformer_sm criterion: {loss} loss")
             self._announced = dat
         return dat
 
