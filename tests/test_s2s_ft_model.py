@@ -198,3 +198,22 @@ def test_criterion_equals_label_smoothed_cross_entropy_on_predicted_positions():
         expected = (1 - eps - eps / (len(d) - 1)) * nll + eps / (len(d) - 1) * smooth
     assert size == int(extra["loss_mask"].sum()) < sample["ntokens"]
     torch.testing.assert_close(loss, expected)
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
+def test_ngram_blocking_works_on_cpu(method):
+    """A model that always prefers one token: with the fixed blocker, no trigram repeats."""
+    from fairseq_ext.s2s_ft.ngram_block import fix_ngram_blocking
+
+    model, d = make_model(method, seed=3)
+    model.encoder.body.lm_head.bias.data[d.nspecial + 6] = 20.0  # the favourite token
+    src, lengths, _, _ = batch(d)
+    generator = fix_ngram_blocking(SequenceGenerator([model], d, beam_size=2, max_len_b=10, min_len=8,
+                                                     no_repeat_ngram_size=3))  # fmt: skip
+    with torch.no_grad():
+        hypos = generator.forward({"net_input": {"src_tokens": src, "src_lengths": lengths}})
+    for beams in hypos:
+        tokens = beams[0]["tokens"].tolist()
+        trigrams = [tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)]
+        assert len(trigrams) == len(set(trigrams)), tokens
+        assert tokens.count(d.nspecial + 6) >= 2  # the favourite still appears where allowed
