@@ -14,7 +14,7 @@ TRAIN_ARGS=(
     --task transformer_sm --arch "${ARCH:-transformer_sm_small}"
     --criterion transformer_sm --mode ett --dat-epochs "${DAT_EPOCHS}"
     --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
-    --lr-scheduler inverse_sqrt --warmup-updates 50
+    --lr-scheduler inverse_sqrt --warmup-updates 20
     --weight-decay 0.01 --clip-norm 1.0
     --max-tokens 8192 --required-batch-size-multiple 1
     --max-source-positions 512 --max-target-positions 160
