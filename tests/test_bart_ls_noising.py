@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from fairseq_ext.bart_ls.data import document_line_ranges
+from fairseq.data import ListDataset
+
+from fairseq_ext.bart_ls.data import ConcatenatedDocumentsDataset, document_line_ranges
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, select_hardest_spans, span_mean_losses
 from fairseq_ext.bart_ls.noising import (
     corrupt_spans,
@@ -107,3 +109,32 @@ def test_scorer_is_local_and_padding_invariant():
 def test_corrupted_lengths_vectorized():
     src, tgt = corrupted_lengths(np.array([100, 1000]), 0.0625, np.array([3.0, 12.0]))
     assert src.tolist() == [100 - 6 + 2 + 2, 1000 - 62 + 5 + 2] and tgt.tolist() == [6 + 2 + 2, 62 + 5 + 2]
+
+
+def make_lines():
+    """Three documents of lines (each line ends with </s> = 2), blank lines between them."""
+    docs = [[[10, 11, 12], [13, 14]], [[20, 21, 22, 23]], [[30], [31, 32, 33], [34]]]
+    lines = []
+    for doc in docs:
+        lines += [torch.tensor(line + [EOS]) for line in doc] + [torch.tensor([EOS])]
+    return ListDataset(lines, np.array([len(x) for x in lines])), docs
+
+
+def test_concatenated_documents_cover_the_corpus_in_document_order():
+    lines, docs = make_lines()
+    bodies = ConcatenatedDocumentsDataset(lines, EOS, block_tokens=4, seed=0)
+    assert bodies.sizes.tolist() == [4, 4, 4, 2] and len(bodies) == 4
+    stream = torch.cat([bodies[i] for i in range(len(bodies))]).tolist()
+    assert sorted(stream) == sorted(t for doc in docs for line in doc for t in line)
+    # documents stay whole and in their own line order, only their order is shuffled
+    doc_streams = [[t for line in doc for t in line] for doc in docs]
+    position = {tuple(d): stream.index(d[0]) for d in doc_streams}
+    for d in doc_streams:
+        assert stream[position[tuple(d)]: position[tuple(d)] + len(d)] == d
+    orders = set()
+    for epoch in range(1, 6):
+        bodies.set_epoch(epoch)
+        orders.add(tuple(torch.cat([bodies[i] for i in range(len(bodies))]).tolist()))
+    assert len(orders) > 1
+    fixed = ConcatenatedDocumentsDataset(lines, EOS, block_tokens=4, seed=0, shuffle=False)
+    assert torch.cat([fixed[i] for i in range(len(fixed))]).tolist() == [t for d in doc_streams for t in d]

@@ -6,7 +6,8 @@ fairseq monolingual corpus (paragraph lines, a blank line between documents) eve
 concatenates them and cuts the stream into bodies of ``block_tokens`` tokens.
 :class:`SpanCorruptionDataset` turns each body into a ``source``/``target`` pair
 (:mod:`.noising`); :class:`CandidateSpansDataset` gives the body and a dense candidate span
-mask for model-based denoising (the criterion picks the spans).
+mask for model-based denoising (the criterion picks the spans). With ``vary_with_epoch=False``
+(validation) the order and the noise stay those of epoch 1.
 """
 
 import numpy as np
@@ -96,8 +97,9 @@ class SpanCorruptionDataset(FairseqDataset):
     fairseq's ``LanguagePairDataset`` (``net_input`` with ``prev_output_tokens``)."""
 
     def __init__(self, bodies, dictionary, sentinel_ids, noise_density, mean_span_length, seed,
-                 span_lengths=None, left_pad_source=True):
+                 span_lengths=None, left_pad_source=True, vary_with_epoch=True):
         super().__init__()
+        self.vary_with_epoch = vary_with_epoch
         self.bodies = bodies
         self.dictionary = dictionary
         self.sentinel_ids = torch.as_tensor(sentinel_ids, dtype=torch.long)
@@ -109,9 +111,9 @@ class SpanCorruptionDataset(FairseqDataset):
         self.set_epoch(1)
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        self.epoch = epoch if self.vary_with_epoch else 1
         if hasattr(self.bodies, "set_epoch"):
-            self.bodies.set_epoch(epoch)
+            self.bodies.set_epoch(self.epoch)
         if self.span_lengths:
             rng = np.random.default_rng((self.seed, epoch, 0))
             self.mean_spans = rng.choice(np.asarray(self.span_lengths, dtype=np.float64), size=len(self.bodies))
@@ -158,8 +160,10 @@ class CandidateSpansDataset(FairseqDataset):
     ``candidate_density``) from which the model-based criterion keeps the hardest spans;
     ``noise_density`` (what the kept spans amount to) sizes the targets for batching."""
 
-    def __init__(self, bodies, dictionary, candidate_density, mean_span_length, seed, noise_density):
+    def __init__(self, bodies, dictionary, candidate_density, mean_span_length, seed, noise_density,
+                 vary_with_epoch=True):
         super().__init__()
+        self.vary_with_epoch = vary_with_epoch
         self.noise_density = noise_density
         self.bodies = bodies
         self.dictionary = dictionary
@@ -169,9 +173,9 @@ class CandidateSpansDataset(FairseqDataset):
         self.epoch = 1
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        self.epoch = epoch if self.vary_with_epoch else 1
         if hasattr(self.bodies, "set_epoch"):
-            self.bodies.set_epoch(epoch)
+            self.bodies.set_epoch(self.epoch)
 
     @property
     def can_reuse_epoch_itr_across_epochs(self):

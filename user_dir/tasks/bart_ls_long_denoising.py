@@ -49,6 +49,7 @@ class BartLSDenoisingConfig(FairseqDataclass):
     max_target_positions: int = field(default=1024, metadata={"help": "longest target the model takes"})
     left_pad_source: bool = field(default=True, metadata={"help": "left-pad sources (fairseq's default)"})
     seed: int = II("common.seed")
+    train_subset: str = II("dataset.train_subset")
 
 
 def add_sentinels(dictionary, count):
@@ -64,13 +65,15 @@ def load_dictionary(data):
 
 
 def load_bodies(cfg, split, dictionary, epoch=1):
+    """Concatenated-document bodies of ``split``; only the training split is reshuffled."""
     paths = utils.split_paths(cfg.data)
     path = os.path.join(paths[(epoch - 1) % len(paths)], split)
     lines = data_utils.load_indexed_dataset(path, dictionary)
     if lines is None:
         raise FileNotFoundError(f"dataset not found: {path}")
     return ConcatenatedDocumentsDataset(
-        lines, dictionary.eos(), cfg.tokens_per_sample, cfg.seed, shuffle=cfg.shuffle_documents
+        lines, dictionary.eos(), cfg.tokens_per_sample, cfg.seed,
+        shuffle=cfg.shuffle_documents and split == cfg.train_subset,
     )
 
 
@@ -101,6 +104,7 @@ class BartLSLongDenoisingTask(FairseqTask):
         self.datasets[split] = SpanCorruptionDataset(
             bodies, self.dictionary, self.sentinel_ids, self.cfg.noise_density, self.cfg.mean_span_length,
             self.cfg.seed, span_lengths=self.span_lengths(), left_pad_source=self.cfg.left_pad_source,
+            vary_with_epoch=split == self.cfg.train_subset,
         )
         logger.info(f"{split}: {len(bodies)} inputs of up to {self.cfg.tokens_per_sample} tokens")
 

@@ -38,6 +38,6 @@ class BartLSModelBasedDenoisingTask(BartLSLongDenoisingTask):
         bodies = load_bodies(self.cfg, split, self.dictionary, epoch)
         self.datasets[split] = CandidateSpansDataset(
             bodies, self.dictionary, self.cfg.candidate_density, self.cfg.mean_span_length, self.cfg.seed,
-            noise_density=self.cfg.noise_density,
+            noise_density=self.cfg.noise_density, vary_with_epoch=split == self.cfg.train_subset,
         )
         logger.info(f"{split}: {len(bodies)} inputs of up to {self.cfg.tokens_per_sample} tokens")
