@@ -22,6 +22,7 @@ from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
+from fairseq_ext.fairseq_fixes import fix_ngram_blocking
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
 
 logger = logging.getLogger(__name__)
@@ -173,6 +174,10 @@ class AbstractiveSummarizationTask(TranslationTask):
             tgt_dict=self.target_dictionary, constraints=constraints,
             left_pad_source=self.cfg.left_pad_source,
         )
+
+    def build_generator(self, models, args, *rest, **kwargs):
+        """fairseq's generator with n-gram blocking that works on CPU (see fairseq_fixes)."""
+        return fix_ngram_blocking(super().build_generator(models, args, *rest, **kwargs))
 
     # ------------------------------------------------------------------ ROUGE
     def build_model(self, cfg, from_checkpoint=False):

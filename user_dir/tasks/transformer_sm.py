@@ -25,7 +25,6 @@ from fairseq.tasks import register_task
 
 from fairseq_ext.summarization_data import count_overlong
 from fairseq_ext.transformer_sm import DELIMITER, ArticleDataset, DelimiterDataset
-from fairseq_ext.transformer_sm.decoding import fix_ngram_blocking
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
 
@@ -87,10 +86,6 @@ class TransformerSMTask(AbstractiveSummarizationTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         self.datasets[split] = DelimiterDataset(self.datasets[split], self.delimiter_index)
-
-    def build_generator(self, models, args, **kwargs):
-        """fairseq's generator, with ``--no-repeat-ngram-size`` that also works on CPU."""
-        return fix_ngram_blocking(super().build_generator(models, args, **kwargs))
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         with torch.no_grad():
