@@ -3,8 +3,9 @@ and against HF DeBERTa-v2's DisentangledSelfAttention (Z-Code++ issue, "Measure"
 
     OMP_NUM_THREADS=2 python benchmarks/zcodepp_attention.py [--length 512 --batch 4 --repeats 10]
 
-All three modules get the same width, heads and input; the DA modules the same relative table
-(256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best times (of --repeats) and the
+All three modules get the same width, heads and input and do the same work (q/k/v and output
+projections: HF's module is followed by its output dense layer); the DA modules the same
+relative table (256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best times (of --repeats) and the
 ratios against vanilla attention and against HF, all measured in this run.
 """
 
@@ -63,6 +64,7 @@ def main(argv=None):
         max_relative_positions=args.max_distance, pos_att_type=["p2c", "c2p"], share_att_key=True,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     ))
+    hf_out_proj = torch.nn.Linear(dim, dim)  # DebertaV2SelfOutput.dense: ours and fairseq's include it
     keep = (~padding).long()
     hf_mask = keep[:, None, :, None] * keep[:, None, None, :]
     vanilla = MultiheadAttention(dim, args.heads, self_attention=True)
@@ -71,7 +73,7 @@ def main(argv=None):
         ours(x, padding, rel, index).sum().backward()
 
     def run_hf():
-        hf(x, hf_mask, rel_embeddings=rel)[0].sum().backward()
+        hf_out_proj(hf(x, hf_mask, rel_embeddings=rel)[0]).sum().backward()
 
     def run_vanilla():
         t_first = x.transpose(0, 1)  # (T, B, C)

@@ -76,6 +76,9 @@ def test_log_buckets_match_deberta():
         assert torch.equal(ours, theirs)
     index = relative_position_index(5, 256, 512)
     assert index[0].tolist() == [256, 255, 254, 253, 252] and index[:, 0].tolist() == [256, 257, 258, 259, 260]
+    positions = torch.arange(70)
+    direct = log_bucket_position(positions[:, None] - positions[None, :], BUCKETS, MAX_DISTANCE) + BUCKETS
+    assert torch.equal(relative_position_index(70, BUCKETS, MAX_DISTANCE), direct.clamp(0, 2 * BUCKETS - 1))
 
 
 def test_bad_bucket_config_is_an_error():

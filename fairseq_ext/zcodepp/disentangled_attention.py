@@ -25,13 +25,14 @@ def masked_softmax(scores, key_padding_mask):
     """Softmax over the last axis of fp32 ``scores`` (B, H, T, S), ignoring padded keys.
 
     ``key_padding_mask`` is (B, S), True at padding. The detached row maximum over the allowed
-    keys is subtracted first; a row with no allowed key gets all-zero weights (not NaN).
+    keys is subtracted first; padded keys get exactly zero weight (their scores sit at the fp32
+    minimum), and an input made only of padding gets finite uniform weights, never NaN.
     ``scores`` is overwritten (it is a fresh tensor made by :func:`disentangled_scores`).
     """
     blocked = key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
     scores = scores.masked_fill_(blocked, torch.finfo(scores.dtype).min)
     scores = scores.sub_(scores.amax(dim=-1, keepdim=True).detach())
-    return torch.softmax(scores, dim=-1).masked_fill(blocked, 0.0)  # (B, H, T, S)
+    return torch.softmax(scores, dim=-1)  # (B, H, T, S)
 
 
 def disentangled_scores(query, key, pos_query, pos_key, position_index):

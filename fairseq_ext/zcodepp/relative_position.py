@@ -44,7 +44,9 @@ def relative_position_index(length, buckets, max_distance, device=None):
         B+2 B+1 B   B-1
         B+3 B+2 B+1 B
     """
-    positions = torch.arange(length, device=device)
-    relative = positions[:, None] - positions[None, :]  # (T, T)
-    bucket = log_bucket_position(relative, buckets, max_distance)
-    return (bucket + buckets).clamp(0, 2 * buckets - 1)  # (T, T)
+    # buckets depend on i - j only: bucket the 2T - 1 distances once, then lay them out as a
+    # Toeplitz matrix (one T x T allocation instead of several T x T temporaries)
+    distances = torch.arange(length - 1, -length, -1, device=device)  # (2T-1,) = T-1 ... -(T-1)
+    index = (log_bucket_position(distances, buckets, max_distance) + buckets).clamp(0, 2 * buckets - 1)
+    # row i must read distances i - 0, i - 1, ..., i - (T-1), i.e. index[T-1-i :][:T]
+    return index.unfold(0, length, 1).flip(0)  # (T, T)
