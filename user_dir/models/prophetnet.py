@@ -109,14 +109,16 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
 
     def upgrade_state_dict_named(self, state_dict, name):
         """Fit a pre-trained checkpoint to this model, as BART does for its ``<mask>`` row:
-        drop embedding rows of symbols the pre-training task added, and position rows beyond
-        this model's ``--max-*-positions`` (pre-training uses longer targets than summaries)."""
+        drop embedding rows of symbols the pre-training task added, position rows beyond
+        this model's ``--max-*-positions`` (pre-training uses longer targets than summaries)
+        and the stream embeddings of streams this model does not have (``--ngram 1``
+        fine-tuning of an n-gram pre-trained model keeps stream 1, the next-token stream)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         own = self.state_dict()
         for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
                     "decoder.output_projection.weight", "encoder.embed_positions.weight",
-                    "decoder.embed_positions.weight"):
+                    "decoder.embed_positions.weight", "decoder.ngram_embeddings.weight"):
             full = prefix + key
             if full in state_dict and key in own and state_dict[full].size(0) > own[key].size(0):
                 rows = own[key].size(0)
