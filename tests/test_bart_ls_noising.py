@@ -138,3 +138,11 @@ def test_concatenated_documents_cover_the_corpus_in_document_order():
     assert len(orders) > 1
     fixed = ConcatenatedDocumentsDataset(lines, EOS, block_tokens=4, seed=0, shuffle=False)
     assert torch.cat([fixed[i] for i in range(len(fixed))]).tolist() == [t for d in doc_streams for t in d]
+
+
+def test_too_short_last_body_is_dropped():
+    lines, _ = make_lines()  # 14 tokens
+    bodies = ConcatenatedDocumentsDataset(lines, EOS, block_tokens=13, seed=0)
+    assert bodies.sizes.tolist() == [13]  # a 1-token remainder cannot be corrupted
+    with pytest.raises(ValueError, match="not one body"):
+        ConcatenatedDocumentsDataset(ListDataset([torch.tensor([5, EOS])], np.array([2])), EOS, 8, seed=0)

@@ -17,6 +17,9 @@ from fairseq.data.language_pair_dataset import collate
 
 from .noising import corrupt_spans, corrupted_lengths, random_spans_noise_mask
 
+#: the shortest body span corruption can cut (one clean and one noisy token)
+MIN_BODY_TOKENS = 2
+
 
 def document_line_ranges(sizes, separator_size=1):
     """``(starts, ends)`` line-index ranges of documents; lines of ``separator_size`` (a
@@ -37,7 +40,8 @@ def document_line_ranges(sizes, separator_size=1):
 
 class ConcatenatedDocumentsDataset(FairseqDataset):
     """Bodies of ``block_tokens`` tokens cut from the concatenation of the corpus documents
-    in a random order per epoch (line-final ``</s>`` dropped; the last body may be shorter)."""
+    in a random order per epoch (line-final ``</s>`` dropped; the last body may be shorter,
+    and is dropped when shorter than :data:`MIN_BODY_TOKENS`)."""
 
     def __init__(self, lines, eos, block_tokens, seed, shuffle=True):
         super().__init__()
@@ -52,12 +56,14 @@ class ConcatenatedDocumentsDataset(FairseqDataset):
         line_tokens = np.asarray(lines.sizes) - 1  # without the line's </s>
         self.line_tokens = line_tokens
         total = int(sum(line_tokens[s:e].sum() for s, e in zip(self.doc_starts, self.doc_ends)))
-        if total < 2:
-            raise ValueError("the corpus has fewer than two tokens")
         self.total = total
-        n_blocks = -(-total // block_tokens)
-        self._sizes = np.full(n_blocks, block_tokens, dtype=np.int64)
-        self._sizes[-1] = total - block_tokens * (n_blocks - 1)
+        remainder = total % block_tokens
+        sizes = [block_tokens] * (total // block_tokens)
+        if remainder >= MIN_BODY_TOKENS:  # a shorter last body, unless too short to corrupt
+            sizes.append(remainder)
+        if not sizes:
+            raise ValueError(f"the corpus has {total} tokens: not one body of at least {MIN_BODY_TOKENS}")
+        self._sizes = np.asarray(sizes, dtype=np.int64)
         self.set_epoch(1)
 
     def set_epoch(self, epoch):
