@@ -133,3 +133,26 @@ def test_bad_flags_raise(data_dir):
         build(data_dir, "bart_ls_tiny", "--pooling-layers", "3")
     with pytest.raises(ValueError, match="even --block-size"):
         build(data_dir, "bart_ls_tiny", "--encoder-attention", "overlapping", "--block-size", "7")
+
+
+def test_incremental_decoding_equals_full_forward(data_dir):
+    """Step-by-step decoding over the block-sparse encoder's output (with the beam reorder
+    fairseq applies) gives the teacher-forced logits."""
+    task, model = build(data_dir, "bart_ls_tiny", "--block-size", "8")
+    src, lengths, prev = batch(task, [30, 21])
+    full, _ = model(src, lengths, prev)  # (B, U, V)
+    order = torch.tensor([1, 0])
+    encoder_out = model.encoder.reorder_encoder_out(model.encoder(src, lengths), order)
+    state = {}
+    steps = []
+    for t in range(prev.size(1)):
+        logits, _ = model.decoder(prev[order, : t + 1], encoder_out=encoder_out, incremental_state=state)
+        steps.append(logits[:, -1])
+    torch.testing.assert_close(torch.stack(steps, dim=1), full[order], atol=1e-5, rtol=1e-5)
+
+
+def test_full_encoder_attention_rejects_pooling(data_dir):
+    with pytest.raises(ValueError, match="pooling-layers 0"):
+        build(data_dir, "bart_ls_tiny", "--encoder-attention", "full", "--pooling-layers", "1")
+    _, model = build(data_dir, "bart_ls_tiny", "--encoder-attention", "full", "--pooling-layers", "0")
+    assert type(model.encoder.layers[0].self_attn).__name__ == "MultiheadAttention"
