@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Summarize the test set with fairseq-generate (the paper's decoding: beam 4, lenpen 2,
-# no-repeat 3) and score it with files2rouge.
+# no-repeat 3) and score it with files2rouge. QUERY must repeat the instruction the model was
+# fine-tuned with (finetune.sh QUERY), since fairseq-generate builds its task from the command line.
 #
 #   CHECKPOINT=checkpoints/bart_ls_aclsum_long/checkpoint_best.pt bash scripts/bart_ls/generate.sh
 set -euo pipefail
@@ -17,13 +18,18 @@ NO_REPEAT="${NO_REPEAT:-3}"
 MIN_LEN="${MIN_LEN:-50}"
 MAX_LEN_B="${MAX_LEN_B:-400}"
 BATCH_SIZE="${BATCH_SIZE:-4}"
+QUERY="${QUERY:-}"
 
+extra=()
+if [[ -n "${QUERY}" ]]; then
+    extra+=(--instruction "${QUERY}")
+fi
 mkdir -p "${OUT}"
 fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
     --path "${CHECKPOINT}" --gen-subset test --batch-size "${BATCH_SIZE}" --num-workers 0 \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --beam "${BEAM}" --lenpen "${LENPEN}" --no-repeat-ngram-size "${NO_REPEAT}" \
     --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" --required-batch-size-multiple 1 \
-    --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" "$@" > "${OUT}/generate-test.txt"
+    --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" "${extra[@]}" "$@" > "${OUT}/generate-test.txt"
 grep '^D-' "${OUT}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/test.hyp"
 files2rouge "${OUT}/test.hyp" "${RAW}/test.target" -s "${OUT}/rouge.txt"

@@ -9,6 +9,7 @@ and the text-to-text model is trained on them with label-smoothed cross-entropy.
 ``--scorer-weight``) is added, so both train jointly.
 """
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -24,6 +25,8 @@ from fairseq.data.language_pair_dataset import collate
 
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, scorer_mask_input, select_hardest_spans
 from fairseq_ext.bart_ls.noising import corrupt_spans
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,6 +64,14 @@ class ModelBasedDenoisingCriterion(FairseqCriterion):
             self.scorer.load_state_dict(torch.load(scorer_path, map_location="cpu", weights_only=True))
         if freeze_scorer:
             self.scorer.requires_grad_(False)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Resume the scorer from a checkpoint; a checkpoint without criterion state (a
+        converted BART, a long-denoising run) keeps the fresh or ``--scorer-path`` scorer."""
+        if state_dict is None:
+            logger.info("the checkpoint holds no scorer: keeping the scorer built at start")
+            return None
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def build_text_to_text_batch(self, tokens, selected):
         """Corrupt the selected spans of every row into a collated seq2seq batch."""
