@@ -86,3 +86,15 @@ def test_joint_scorer_adds_its_mean_candidate_loss(setup):
     torch.testing.assert_close(loss - expected, 0.5 * log["scorer_loss"] * sample_size / n_candidates)
     loss.backward()
     assert crit.scorer.embed_tokens.weight.grad is not None
+
+
+def test_checkpoint_without_scorer_keeps_the_scorer(setup):
+    task = setup[0]
+    crit = criterion(task, freeze=False)
+    before = crit.scorer.embed_tokens.weight.clone()
+    crit.load_state_dict(None)  # what fairseq passes for a checkpoint with no criterion state
+    assert torch.equal(crit.scorer.embed_tokens.weight, before)
+    other = criterion(task, freeze=False)
+    torch.nn.init.zeros_(other.scorer.embed_tokens.weight)
+    crit.load_state_dict(other.state_dict())
+    assert crit.scorer.embed_tokens.weight.abs().sum() == 0
