@@ -15,7 +15,7 @@ import torch
 from fairseq.data import FairseqDataset, data_utils
 from fairseq.data.language_pair_dataset import collate
 
-from .noising import corrupt_spans, corrupted_lengths, random_spans_noise_mask
+from .noising import corrupt_spans, corrupted_lengths, dynamic_mean_span, random_spans_noise_mask
 
 #: the shortest body span corruption can cut (one clean and one noisy token)
 MIN_BODY_TOKENS = 2
@@ -122,7 +122,7 @@ class SpanCorruptionDataset(FairseqDataset):
             self.bodies.set_epoch(self.epoch)
         if self.span_lengths:
             rng = np.random.default_rng((self.seed, epoch, 0))
-            self.mean_spans = rng.choice(np.asarray(self.span_lengths, dtype=np.float64), size=len(self.bodies))
+            self.mean_spans = dynamic_mean_span(self.span_lengths, len(self.bodies), rng)
         else:
             self.mean_spans = np.full(len(self.bodies), float(self.mean_span_length))
         self.src_sizes, self.tgt_sizes = corrupted_lengths(self.bodies.sizes, self.noise_density, self.mean_spans)
