@@ -60,10 +60,10 @@ def train(
     return Path(save_dir)
 
 
-def generate(data_dir, checkpoint, extra=(), subset="test"):
+def generate(data_dir, checkpoint, extra=(), subset="test", task="abstractive_summarization"):
     """``fairseq-generate`` on ``subset``; returns the detokenized hypotheses in input order."""
     argv = [
-        str(data_dir), "--user-dir", USER_DIR, "--path", str(checkpoint),
+        str(data_dir), "--user-dir", USER_DIR, "--task", task, "--path", str(checkpoint),
         "--gen-subset", subset, "--beam", "2", "--batch-size", "8", "--max-len-b", "20",
         "--no-progress-bar", "--num-workers", "0",
         "--max-source-positions", "256", "--max-target-positions", "128",
