@@ -136,6 +136,12 @@ def test_pretraining_views_are_consistent_and_seeded(vocab):
     assert torch.equal(again["net_input"]["src_tokens"], src)
     other = pretraining_batch(vocab, epoch=2)[1]
     assert not torch.equal(other["pretraining"]["masked"], pre["masked"])
+    # validation (no shuffling) keeps the corruptions of epoch 1
+    d, mask, sentinels = vocab
+    data = blocks(d, [30, 22, 17])
+    valid = ZCodeppPretrainingDataset(data, data.sizes, d, mask, sentinels, max_tokens=64, seed=3, shuffle=False)
+    valid.set_epoch(2)
+    assert torch.equal(valid.collater([valid[i] for i in range(3)])["pretraining"]["masked"], pre["masked"])
 
 
 # ---------------------------------------------------------------- GDES

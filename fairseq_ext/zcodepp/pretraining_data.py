@@ -33,7 +33,9 @@ class ZCodeppPretrainingDataset(FairseqDataset):
         max_tokens: longest block kept (longer blocks are cut, ``</s>`` kept).
         mask_prob, noise_density, mean_span_length: the corruption rates.
         seed: base seed of the corruptions.
-        shuffle: shuffle the order of the blocks each epoch.
+        shuffle: shuffle the order of the blocks each epoch; also draws new corruptions each
+            epoch (off for validation, whose corruptions stay those of epoch 1 so that its
+            losses are comparable across epochs).
     """
 
     def __init__(self, dataset, sizes, dictionary, mask_idx, sentinels, max_tokens,
@@ -54,10 +56,11 @@ class ZCodeppPretrainingDataset(FairseqDataset):
 
     @property
     def can_reuse_epoch_itr_across_epochs(self):
-        return False  # corruptions change with the epoch
+        return not self.shuffle  # training corruptions and order change with the epoch
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        if self.shuffle:
+            self.epoch = epoch
 
     def _block(self, index):
         tokens = self.dataset[index].long()
