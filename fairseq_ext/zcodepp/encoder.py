@@ -56,6 +56,9 @@ class ZCodeEncoder(TransformerEncoderBase):
     """Disentangled-attention encoder with optional fusion-in-encoder."""
 
     def __init__(self, cfg, dictionary, embed_tokens):
+        if cfg.encoder.layerdrop > 0 or cfg.checkpoint_activations:
+            raise ValueError("the Z-Code++ encoder supports neither --encoder-layerdrop nor "
+                             "--checkpoint-activations")
         super().__init__(cfg, dictionary, embed_tokens)
         self.embed_positions = None  # relative positions only
         if cfg.fie_chunk_size < 0:
