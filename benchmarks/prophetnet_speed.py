@@ -26,7 +26,6 @@ from argparse import Namespace
 import torch
 from fairseq import checkpoint_utils
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
-from fairseq.data import Dictionary
 from fairseq.models.transformer import TransformerModel, base_architecture
 from fairseq.sequence_generator import SequenceGenerator
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration

@@ -12,7 +12,6 @@ section 3.6); large = 12+12, 1024, FFN 4096, 16 heads (section 3.1).
 import logging
 from dataclasses import dataclass, field, fields
 
-import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
