@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from fairseq import distributed_utils, options
+from fairseq import checkpoint_utils, distributed_utils, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate as generate_cli
 from fairseq_cli import train as train_cli
@@ -56,6 +56,10 @@ def train(
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
     cfg = convert_namespace_to_omegaconf(args)
+    # fairseq keeps the best validation score on a function attribute: start each run as a
+    # fresh process would (a resumed run reloads it from checkpoint_last.pt)
+    if hasattr(checkpoint_utils.save_checkpoint, "best"):
+        del checkpoint_utils.save_checkpoint.best
     distributed_utils.call_main(cfg, train_cli.main)
     return Path(save_dir)
 
