@@ -31,12 +31,14 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
 
     def __init__(self, cfg, task, models):
         super().__init__(cfg, task, models)
-        self.uses_data_spm = os.path.exists(getattr(task, "spm_model_path", ""))
-        if self.uses_data_spm:
-            self.bpe = task.spm  # the data's own model, not a path stored at training time
+        try:  # the data's own text codec, not a path stored at training time
+            self.bpe = task.spm
+            self.uses_data_spm = True
+        except (AttributeError, FileNotFoundError):  # e.g. WordPiece data with --bpe bert
+            self.uses_data_spm = False
 
     def encode(self, sentence):
-        """Sentencepiece of the data directory when there is one; else fairseq's own
+        """The task's codec of the data directory when there is one; else fairseq's own
         ``--bpe``/``--tokenizer`` from the checkpoint (e.g. ``bert`` for WordPiece data)."""
         if self.uses_data_spm:
             return self.task.encode_text(sentence, append_eos=True)
