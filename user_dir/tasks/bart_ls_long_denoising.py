@@ -9,17 +9,15 @@ the same ``--num-sentinels`` (``python -m fairseq_ext.bart_ls.convert``) to star
 """
 
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fairseq import utils
-from fairseq.data import Dictionary, data_utils
-from fairseq.dataclass import FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks import register_task
 from omegaconf import II
 
 from fairseq_ext.bart_ls.data import ConcatenatedDocumentsDataset, SpanCorruptionDataset
+
+from ._plain_text import PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +25,7 @@ SENTINEL = "<sentinel_{}>"
 
 
 @dataclass
-class BartLSDenoisingConfig(FairseqDataclass):
-    data: Optional[str] = field(default=None, metadata={"help": "binarized monolingual data directory"})
+class BartLSDenoisingConfig(PlainTextConfig):
     tokens_per_sample: int = field(
         default=8190, metadata={"help": "tokens of text per example (before corruption, without <s> </s>)"}
     )
@@ -48,7 +45,6 @@ class BartLSDenoisingConfig(FairseqDataclass):
     max_source_positions: int = field(default=16384, metadata={"help": "longest source the model takes"})
     max_target_positions: int = field(default=1024, metadata={"help": "longest target the model takes"})
     left_pad_source: bool = field(default=True, metadata={"help": "left-pad sources (fairseq's default)"})
-    seed: int = II("common.seed")
     train_subset: str = II("dataset.train_subset")
 
 
@@ -57,40 +53,19 @@ def add_sentinels(dictionary, count):
     return [dictionary.add_symbol(SENTINEL.format(i)) for i in range(count)]
 
 
-def load_dictionary(data):
-    path = os.path.join(utils.split_paths(data)[0], "dict.txt")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} not found: give monolingual data (python -m preprocess.prepare --corpus wiki)")
-    return Dictionary.load(path)
-
-
-def load_bodies(cfg, split, dictionary, epoch=1):
-    """Concatenated-document bodies of ``split``; only the training split is reshuffled."""
-    paths = utils.split_paths(cfg.data)
-    path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-    lines = data_utils.load_indexed_dataset(path, dictionary)
-    if lines is None:
-        raise FileNotFoundError(f"dataset not found: {path}")
-    return ConcatenatedDocumentsDataset(
-        lines, dictionary.eos(), cfg.tokens_per_sample, cfg.seed,
-        shuffle=cfg.shuffle_documents and split == cfg.train_subset,
-    )
-
-
 @register_task("bart_ls_long_denoising", dataclass=BartLSDenoisingConfig)
-class BartLSLongDenoisingTask(FairseqTask):
+class BartLSLongDenoisingTask(PlainTextTask):
     """T5 span denoising on long concatenated documents (BART-LS pre-training)."""
 
     cfg: BartLSDenoisingConfig
 
     def __init__(self, cfg, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.sentinel_ids = add_sentinels(dictionary, cfg.num_sentinels)
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
-        dictionary = load_dictionary(cfg.data)
+        dictionary = cls.load_plain_dictionary(cfg, "bart_ls_long_denoising")
         logger.info(f"dictionary: {len(dictionary)} types + {cfg.num_sentinels} sentinels")
         return cls(cfg, dictionary)
 
@@ -99,22 +74,18 @@ class BartLSLongDenoisingTask(FairseqTask):
             return None
         return [float(x) for x in self.cfg.dynamic_span_length.split(",")]
 
+    def load_bodies(self, split, epoch=1):
+        """Concatenated-document bodies of ``split``; only the training split is reshuffled."""
+        return ConcatenatedDocumentsDataset(
+            self.load_lines(split, epoch), self.dictionary.eos(), self.cfg.tokens_per_sample, self.cfg.seed,
+            shuffle=self.cfg.shuffle_documents and split == self.cfg.train_subset,
+        )
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        bodies = load_bodies(self.cfg, split, self.dictionary, epoch)
+        bodies = self.load_bodies(split, epoch)
         self.datasets[split] = SpanCorruptionDataset(
             bodies, self.dictionary, self.sentinel_ids, self.cfg.noise_density, self.cfg.mean_span_length,
             self.cfg.seed, span_lengths=self.span_lengths(), left_pad_source=self.cfg.left_pad_source,
             vary_with_epoch=split == self.cfg.train_subset,
         )
         logger.info(f"{split}: {len(bodies)} inputs of up to {self.cfg.tokens_per_sample} tokens")
-
-    def max_positions(self):
-        return self.cfg.max_source_positions, self.cfg.max_target_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

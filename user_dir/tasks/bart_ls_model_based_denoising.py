@@ -14,7 +14,7 @@ from fairseq.tasks import register_task
 
 from fairseq_ext.bart_ls.data import CandidateSpansDataset
 
-from .bart_ls_long_denoising import BartLSDenoisingConfig, BartLSLongDenoisingTask, load_bodies
+from .bart_ls_long_denoising import BartLSDenoisingConfig, BartLSLongDenoisingTask
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class BartLSModelBasedDenoisingTask(BartLSLongDenoisingTask):
     cfg: BartLSModelBasedDenoisingConfig
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        bodies = load_bodies(self.cfg, split, self.dictionary, epoch)
+        bodies = self.load_bodies(split, epoch)
         self.datasets[split] = CandidateSpansDataset(
             bodies, self.dictionary, self.cfg.candidate_density, self.cfg.mean_span_length, self.cfg.seed,
             noise_density=self.cfg.noise_density, vary_with_epoch=split == self.cfg.train_subset,

@@ -17,30 +17,22 @@ loading the checkpoint drops that row again (``ProphetNetSummModel.upgrade_state
 """
 
 import logging
-import os
 from dataclasses import dataclass, field
-from typing import Optional
 
-from fairseq import utils
-from fairseq.data import Dictionary, TokenBlockDataset, data_utils
-from fairseq.data.indexed_dataset import get_available_dataset_impl
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
-from omegaconf import II
+from fairseq.tasks import register_task
 
 from fairseq_ext.prophetnet.noising import target_length
 from fairseq_ext.prophetnet.span_data import SpanMaskDataset
 
+from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
+
 logger = logging.getLogger(__name__)
 
-BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
 MASK_SYMBOLS = ("[MASK]", "<mask>")
 
 
 @dataclass
-class ProphetNetSpanMaskConfig(FairseqDataclass):
-    data: str = field(default="???", metadata={"help": "binarized plain-text data (dict.txt, train.bin, ...)"})
-    tokens_per_sample: int = field(default=512, metadata={"help": "tokens per block (the encoder's input length)"})
+class ProphetNetSpanMaskConfig(PlainTextConfig):
     sample_break_mode: BREAK_MODES = field(
         default="none", metadata={"help": "how blocks are cut: 'none' cuts contiguous text anywhere (MASS); "
                                       "'complete' packs whole lines, 'complete_doc' also stops at document "
@@ -52,19 +44,16 @@ class ProphetNetSpanMaskConfig(FairseqDataclass):
     random_replace_prob: float = field(default=0.1, metadata={"help": "masked tokens replaced by random tokens"})
     max_source_positions: int = field(default=512, metadata={"help": "longest encoder input"})
     max_target_positions: int = field(default=512, metadata={"help": "longest decoder target"})
-    seed: int = II("common.seed")
-    dataset_impl: Optional[ChoiceEnum(get_available_dataset_impl())] = II("dataset.dataset_impl")
 
 
 @register_task("prophetnet_span_mask", dataclass=ProphetNetSpanMaskConfig)
-class ProphetNetSpanMaskTask(FairseqTask):
+class ProphetNetSpanMaskTask(PlainTextTask):
     """Span-masked plain text for ``--criterion ngram_language_loss``."""
 
     cfg: ProphetNetSpanMaskConfig
 
     def __init__(self, cfg, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.random_high = len(dictionary)  # random replacements never draw the added mask symbol
         present = [s for s in MASK_SYMBOLS if s in dictionary.indices]
         self.mask_idx = dictionary.index(present[0]) if present else dictionary.add_symbol(MASK_SYMBOLS[-1])
@@ -78,27 +67,12 @@ class ProphetNetSpanMaskTask(FairseqTask):
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
-        path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found: prophetnet_span_mask reads plain-text data "
-                                    "(python -m preprocess.prepare --corpus wiki ...)")
-        dictionary = Dictionary.load(path)
+        dictionary = cls.load_plain_dictionary(cfg, "prophetnet_span_mask")
         logger.info(f"dictionary: {len(dictionary)} types")
         return cls(cfg, dictionary)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = utils.split_paths(self.cfg.data)
-        path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        dataset = data_utils.load_indexed_dataset(path, self.dictionary, self.cfg.dataset_impl, combine=combine)
-        if dataset is None:
-            raise FileNotFoundError(f"dataset not found: {split} ({path})")
-        blocks = TokenBlockDataset(
-            dataset, dataset.sizes, self.cfg.tokens_per_sample, pad=self.dictionary.pad(),
-            eos=self.dictionary.eos(), break_mode=self.cfg.sample_break_mode,
-        )
-        too_long = int((blocks.sizes > self.cfg.tokens_per_sample).sum())
-        logger.info(f"{split}: {len(blocks)} blocks of at most {self.cfg.tokens_per_sample} tokens "
-                    f"({too_long} single sentences longer than that are cut)")
+        blocks = self.load_blocks(split, self.cfg.sample_break_mode, epoch, combine)
         self.datasets[split] = SpanMaskDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.cfg.tokens_per_sample,
             chunk=self.cfg.span_chunk,
@@ -106,14 +80,3 @@ class ProphetNetSpanMaskTask(FairseqTask):
             random_prob=self.cfg.random_replace_prob, seed=self.cfg.seed, shuffle=(split == "train"),
             random_high=self.random_high,
         )
-
-    def max_positions(self):
-        return self.cfg.max_source_positions, self.cfg.max_target_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

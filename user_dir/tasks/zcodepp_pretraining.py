@@ -11,33 +11,23 @@ those rows again (see ``user_dir/models/zcodepp.py``).
 """
 
 import logging
-import os
 from dataclasses import dataclass, field
-from typing import Optional
 
-from fairseq import utils
-from fairseq.data import Dictionary, TokenBlockDataset, data_utils
-from fairseq.data.indexed_dataset import get_available_dataset_impl
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
-from omegaconf import II
+from fairseq.tasks import register_task
 
 from fairseq_ext.zcodepp.noising import span_count
 from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
 
+from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
+
 logger = logging.getLogger(__name__)
 
-BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
 MASK_SYMBOL = "<mask>"
 SENTINEL_SYMBOL = "<sentinel_{}>"
 
 
 @dataclass
-class ZCodeppPretrainingConfig(FairseqDataclass):
-    data: str = field(default="???", metadata={"help": "binarized plain-text data (dict.txt, train.bin, ...)"})
-    tokens_per_sample: int = field(
-        default=512, metadata={"help": "tokens per block (the encoder's input length)"}
-    )
+class ZCodeppPretrainingConfig(PlainTextConfig):
     sample_break_mode: BREAK_MODES = field(
         default="complete", metadata={"help": "how blocks are cut: 'complete' packs whole sentences, "
                                       "'complete_doc' also stops at document ends, 'none' cuts anywhere"}
@@ -46,21 +36,16 @@ class ZCodeppPretrainingConfig(FairseqDataclass):
     noise_density: float = field(default=0.15, metadata={"help": "fraction of tokens in corrupted spans (CSP)"})
     mean_noise_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
     num_sentinels: int = field(default=100, metadata={"help": "sentinel symbols added to the dictionary"})
-    max_source_positions: int = field(default=1024, metadata={"help": "longest encoder input"})
-    max_target_positions: int = field(default=1024, metadata={"help": "longest decoder target"})
-    seed: int = II("common.seed")
-    dataset_impl: Optional[ChoiceEnum(get_available_dataset_impl())] = II("dataset.dataset_impl")
 
 
 @register_task("zcodepp_pretraining", dataclass=ZCodeppPretrainingConfig)
-class ZCodeppPretrainingTask(FairseqTask):
+class ZCodeppPretrainingTask(PlainTextTask):
     """RTD + MLM + CSP data for the ``zcodepp_joint`` criterion."""
 
     cfg: ZCodeppPretrainingConfig
 
     def __init__(self, cfg, dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.mask_idx = dictionary.add_symbol(MASK_SYMBOL)
         self.sentinels = [dictionary.add_symbol(SENTINEL_SYMBOL.format(i)) for i in range(cfg.num_sentinels)]
         needed = span_count(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_noise_span_length)
@@ -77,12 +62,7 @@ class ZCodeppPretrainingTask(FairseqTask):
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
-        paths = utils.split_paths(cfg.data)
-        path = os.path.join(paths[0], "dict.txt")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found: zcodepp_pretraining reads plain-text data "
-                                    "(python -m preprocess.prepare --corpus wiki ...)")
-        dictionary = Dictionary.load(path)
+        dictionary = cls.load_plain_dictionary(cfg, "zcodepp_pretraining")
         logger.info(f"dictionary: {len(dictionary)} types (+ <mask> and {cfg.num_sentinels} sentinels)")
         return cls(cfg, dictionary)
 
@@ -93,16 +73,7 @@ class ZCodeppPretrainingTask(FairseqTask):
         return [d.bos(), d.pad(), d.eos(), d.unk(), self.mask_idx, *self.sentinels]
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        paths = utils.split_paths(self.cfg.data)
-        path = os.path.join(paths[(epoch - 1) % len(paths)], split)
-        dataset = data_utils.load_indexed_dataset(path, self.dictionary, self.cfg.dataset_impl, combine=combine)
-        if dataset is None:
-            raise FileNotFoundError(f"dataset not found: {split} ({path})")
-        blocks = TokenBlockDataset(
-            dataset, dataset.sizes, self.cfg.tokens_per_sample, pad=self.dictionary.pad(),
-            eos=self.dictionary.eos(), break_mode=self.cfg.sample_break_mode,
-        )
-        logger.info(f"{split}: {len(blocks)} blocks of at most {self.cfg.tokens_per_sample} tokens")
+        blocks = self.load_blocks(split, self.cfg.sample_break_mode, epoch, combine)
         self.datasets[split] = ZCodeppPretrainingDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.sentinels, self.cfg.tokens_per_sample,
             mask_prob=self.cfg.mask_prob, noise_density=self.cfg.noise_density,
@@ -115,14 +86,3 @@ class ZCodeppPretrainingTask(FairseqTask):
             raise ValueError("zcodepp_pretraining trains a generator: give --generator-layers N "
                              "(6 in the paper) with a zcodepp architecture")
         return super().build_model(cfg, from_checkpoint)
-
-    def max_positions(self):
-        return self.cfg.max_source_positions, self.cfg.max_target_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
