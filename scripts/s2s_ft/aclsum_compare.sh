@@ -3,7 +3,7 @@
 # MiniLM-L6-H384 weights against the same architecture from random initialization, on the same
 # budget (MAX_UPDATE updates of BATCH_SIZE documents), and LEAD-3; test ROUGE by files2rouge.
 #
-#   bash scripts/s2s_ft/aclsum_compare.sh                 # the reported CPU budget
+#   bash scripts/s2s_ft/aclsum_compare.sh                 # the reported CPU budget (~20 min a system)
 #   MAX_UPDATE=600 UPDATE_FREQ=8 bash scripts/s2s_ft/aclsum_compare.sh   # a real budget
 set -euo pipefail
 
@@ -11,17 +11,19 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 WORK="${WORK:-runs/s2s_ft_aclsum}"
 DATA_DIR="${DATA_DIR:-data/aclsum_wp}"
-export MAX_UPDATE="${MAX_UPDATE:-40}"
+export MAX_UPDATE="${MAX_UPDATE:-50}"
 export TOTAL_UPDATES="${TOTAL_UPDATES:-${MAX_UPDATE}}"
-export WARMUP="${WARMUP:-4}"
-export LR="${LR:-1e-4}"
+export WARMUP="${WARMUP:-5}"
+export LR="${LR:-2e-4}"
 export BATCH_SIZE="${BATCH_SIZE:-8}"
 export UPDATE_FREQ="${UPDATE_FREQ:-1}"
 export MAX_EPOCH="${MAX_EPOCH:-100}"
 export METHOD="${METHOD:-pseudo}"
+export TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
+export BEAM="${BEAM:-2}"
 export MAX_SOURCE="${MAX_SOURCE:-256}"  # the abstract and the start of the introduction
 SYSTEMS="${SYSTEMS:-minilm none}"   # INIT values to train
-PARALLEL="${PARALLEL:-1}"           # 1: train the systems at the same time (one thread each)
+PARALLEL="${PARALLEL:-1}"           # 1: train (and decode) the systems at the same time, one thread each
 
 if [[ ! -f "${DATA_DIR}/bin/dict.source.txt" ]]; then
     python -m fairseq_ext.s2s_ft.prepare_wordpiece --corpus aclsum --out "${DATA_DIR}"
@@ -38,9 +40,15 @@ for init in ${SYSTEMS}; do
     if [[ "${PARALLEL}" == 1 ]]; then run_one "${init}" & else run_one "${init}"; fi
 done
 wait
+decode_one() {
+    DATA="${DATA_DIR}/bin" CKPT="${WORK}/$1/checkpoint_last.pt" OUT="${WORK}/$1" PRESET=aclsum \
+        OMP_NUM_THREADS="${THREADS:-1}" bash scripts/s2s_ft/decode.sh
+}
 for init in ${SYSTEMS}; do
-    DATA="${DATA_DIR}/bin" CKPT="${WORK}/${init}/checkpoint_last.pt" OUT="${WORK}/${init}" PRESET=aclsum \
-        OMP_NUM_THREADS="${THREADS:-2}" bash scripts/s2s_ft/decode.sh
+    if [[ "${PARALLEL}" == 1 ]]; then decode_one "${init}" & else decode_one "${init}"; fi
+done
+wait
+for init in ${SYSTEMS}; do
     files2rouge "${WORK}/${init}/test.hyp" "${DATA_DIR}/raw/test.target" -s "${WORK}/rouge-${init}.txt" > /dev/null
 done
 python -m fairseq_ext.rouge.lead --source "${DATA_DIR}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
