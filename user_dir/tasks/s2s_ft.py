@@ -5,8 +5,6 @@ The foundation task with three additions:
 * a mask token: BERT WordPiece data carry ``[MASK]``; a dictionary without one (sentencepiece
   data) gets ``<mask>`` appended, on both sides, when the task is set up (so training,
   generation and the hub agree on the vocabulary);
-* n-gram blocking on CPU: fairseq 0.12's ``--no-repeat-ngram-size`` bans nothing without
-  its CUDA extension; the task's generators use :mod:`fairseq_ext.s2s_ft.ngram_block`;
 * WordPiece text: when the data directory holds ``vocab.txt`` (written by
   ``python -m fairseq_ext.s2s_ft.prepare_wordpiece``), ``encode_text``/``decode_tokens``, the
   hub and fairseq-generate's detokenized ``D-`` lines use WordPiece instead of sentencepiece.
@@ -22,7 +20,6 @@ from fairseq.tasks import register_task
 from omegaconf import open_dict
 
 from fairseq_ext.s2s_ft.model import MASK_SYMBOLS
-from fairseq_ext.s2s_ft.ngram_block import fix_ngram_blocking
 from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
@@ -80,10 +77,6 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
                 logger.warning(f"WordPiece data ({self.wordpiece_vocab_path}): ignoring --bpe {name}")
             return self.spm
         return super().build_bpe(args)
-
-    def build_generator(self, models, args, *rest, **kwargs):
-        """fairseq's generator with n-gram blocking that also works on CPU."""
-        return fix_ngram_blocking(super().build_generator(models, args, *rest, **kwargs))
 
     def build_model(self, cfg, from_checkpoint=False):
         if from_checkpoint and getattr(cfg, "init_from_hf", None):
