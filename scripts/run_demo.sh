@@ -43,7 +43,7 @@ fairseq-train "${DATA}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
     --max-epoch "${MAX_EPOCH}" --stop-time-hours "${STOP_HOURS}" \
     --save-dir "${WORK}/checkpoints" --no-epoch-checkpoints \
     --log-format simple --log-interval 10 --num-workers 0 --seed 1 \
-    2>&1 | tee "${WORK}/train.log" | grep -E "\| (train|valid) \||done training|truncated|longer than" || true
+    2>&1 | tee "${WORK}/train.log" | grep --line-buffered -E "\| (train|valid) \||done training|truncated|longer than" || true
 [[ -f "${WORK}/checkpoints/checkpoint_best.pt" ]] || { echo "training failed: see ${WORK}/train.log" >&2; exit 1; }
 
 echo "== [3/4] fairseq-generate on the test set"
