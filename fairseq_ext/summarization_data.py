@@ -15,6 +15,16 @@ import torch
 from fairseq.data import BaseWrapperDataset
 
 
+def prefix_truncate(item, prefix, max_len, eos, end_with_eos=True):
+    """``prefix + item`` with ``item``'s final ``eos`` dropped, cut so that the result (and the
+    ``eos`` put back when ``end_with_eos``) fits ``max_len`` tokens (``None``: no limit)."""
+    body = item[:-1] if len(item) > 0 and item[-1] == eos else item  # (T,)
+    tail = item.new([eos]) if end_with_eos else item.new([])
+    if max_len is not None:
+        body = body[: max_len - len(prefix) - len(tail)]
+    return torch.cat([prefix.to(item), body, tail])  # (<= max_len,)
+
+
 class PrefixTruncateDataset(BaseWrapperDataset):
     """``prefix + item[:-1]`` cut to ``max_len - 1`` tokens, then ``eos``.
 
@@ -39,11 +49,7 @@ class PrefixTruncateDataset(BaseWrapperDataset):
         self._sizes = sizes if max_len is None else np.minimum(sizes, max_len)
 
     def __getitem__(self, index):
-        item = self.dataset[index]
-        body = item[:-1] if len(item) > 0 and item[-1] == self.eos else item
-        if self.max_len is not None:
-            body = body[: self.max_len - len(self.prefix) - 1]
-        return torch.cat([self.prefix.to(item), body, item.new([self.eos])])  # (T,)
+        return prefix_truncate(self.dataset[index], self.prefix, self.max_len, self.eos)  # (T,)
 
     @property
     def sizes(self):

@@ -11,8 +11,9 @@ The binarized pair ``(a_1 .. a_M </s>, s_1 .. s_N </s>)`` becomes
 """
 
 import numpy as np
-import torch
 from fairseq.data import BaseWrapperDataset, FairseqDataset
+
+from ..summarization_data import prefix_truncate
 
 
 class ArticleDataset(BaseWrapperDataset):
@@ -41,10 +42,7 @@ class ArticleDataset(BaseWrapperDataset):
 
     def __getitem__(self, index):
         item = self.dataset[index]
-        body = item[:-1] if len(item) > 0 and item[-1] == self.eos else item
-        if self.max_len is not None:
-            body = body[: self.max_len - len(self.prefix)]
-        return torch.cat([self.prefix.to(item), body])  # (K + |prefix|,)
+        return prefix_truncate(item, self.prefix, self.max_len, self.eos, end_with_eos=False)  # (K + |prefix|,)
 
     @property
     def sizes(self):

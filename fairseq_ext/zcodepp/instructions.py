@@ -14,8 +14,9 @@ index)``, and truncates the document so that instruction + document + ``</s>`` f
 """
 
 import numpy as np
-import torch
 from fairseq.data import FairseqDataset, LanguagePairDataset
+
+from ..summarization_data import prefix_truncate
 
 PAPER_TEMPLATES = {
     "mediasum": [
@@ -112,12 +113,8 @@ class InstructionDataset(FairseqDataset):
         return int(rng.integers(len(self.templates)))
 
     def __getitem__(self, index):
-        item = self.dataset[index]
         prefix = self.templates[self.template_index(index)]
-        body = item[:-1] if len(item) > 0 and item[-1] == self.eos else item
-        if self.max_len is not None:
-            body = body[: self.max_len - len(prefix) - 1]
-        return torch.cat([prefix.to(item), body, item.new([self.eos])])  # (T,)
+        return prefix_truncate(self.dataset[index], prefix, self.max_len, self.eos)  # (T,)
 
     def __len__(self):
         return len(self.dataset)
