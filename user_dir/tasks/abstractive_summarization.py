@@ -115,9 +115,7 @@ class AbstractiveSummarizationTask(TranslationTask):
         """Prefix and (counted) truncation of a source dataset."""
         limit = self.cfg.max_source_positions if self.cfg.truncate_source else None
         prefix = self.instruction_tokens
-        n_long, longest = count_overlong(
-            dataset.sizes + len(prefix), limit if limit is not None else self.cfg.max_source_positions
-        )
+        n_long, longest = count_overlong(dataset.sizes + len(prefix), self.cfg.max_source_positions)
         if n_long:
             action = "truncated" if limit is not None else "left to the size filter"
             logger.info(
