@@ -25,7 +25,22 @@ def prefix_truncate(item, prefix, max_len, eos, end_with_eos=True):
     return torch.cat([prefix.to(item), body, tail])  # (<= max_len,)
 
 
-class PrefixTruncateDataset(BaseWrapperDataset):
+class ArraySizes:
+    """``sizes``, ``size`` and ``num_tokens`` of a dataset whose lengths are the array
+    ``self._sizes`` (one entry per example), as fairseq's batching asks for them."""
+
+    @property
+    def sizes(self):
+        return self._sizes
+
+    def size(self, index):
+        return int(self._sizes[index])
+
+    def num_tokens(self, index):
+        return int(self._sizes[index])
+
+
+class PrefixTruncateDataset(ArraySizes, BaseWrapperDataset):
     """``prefix + item[:-1]`` cut to ``max_len - 1`` tokens, then ``eos``.
 
     Args:
@@ -50,16 +65,6 @@ class PrefixTruncateDataset(BaseWrapperDataset):
 
     def __getitem__(self, index):
         return prefix_truncate(self.dataset[index], self.prefix, self.max_len, self.eos)  # (T,)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
 
 
 def count_overlong(sizes, max_len):

@@ -13,10 +13,10 @@ The binarized pair ``(a_1 .. a_M </s>, s_1 .. s_N </s>)`` becomes
 import numpy as np
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
-from ..summarization_data import prefix_truncate
+from ..summarization_data import ArraySizes, prefix_truncate
 
 
-class ArticleDataset(BaseWrapperDataset):
+class ArticleDataset(ArraySizes, BaseWrapperDataset):
     """``prefix + item`` without its final ``</s>``, cut to ``max_len`` tokens.
 
     Args:
@@ -43,16 +43,6 @@ class ArticleDataset(BaseWrapperDataset):
     def __getitem__(self, index):
         item = self.dataset[index]
         return prefix_truncate(item, self.prefix, self.max_len, self.eos, end_with_eos=False)  # (K + |prefix|,)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
 
 
 class DelimiterDataset(BaseWrapperDataset):

@@ -16,7 +16,7 @@ index)``, and truncates the document so that instruction + document + ``</s>`` f
 import numpy as np
 from fairseq.data import FairseqDataset, LanguagePairDataset
 
-from ..summarization_data import prefix_truncate
+from ..summarization_data import ArraySizes, prefix_truncate
 
 PAPER_TEMPLATES = {
     "mediasum": [
@@ -72,7 +72,7 @@ def load_templates(path):
     return templates
 
 
-class InstructionDataset(FairseqDataset):
+class InstructionDataset(ArraySizes, FairseqDataset):
     """``template + document[:-1]`` cut to ``max_len - 1`` tokens, then ``eos``.
 
     Args:
@@ -118,16 +118,6 @@ class InstructionDataset(FairseqDataset):
 
     def __len__(self):
         return len(self.dataset)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
 
 
 class EpochLanguagePairDataset(LanguagePairDataset):

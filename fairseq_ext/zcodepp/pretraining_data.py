@@ -18,10 +18,11 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
+from ..summarization_data import ArraySizes
 from .noising import corrupt_spans, mlm_mask, random_spans_noise_mask
 
 
-class ZCodeppPretrainingDataset(FairseqDataset):
+class ZCodeppPretrainingDataset(ArraySizes, FairseqDataset):
     """MLM, RTD and CSP views of each block of ``dataset``.
 
     Args:
@@ -88,16 +89,6 @@ class ZCodeppPretrainingDataset(FairseqDataset):
 
     def __len__(self):
         return len(self.dataset)
-
-    @property
-    def sizes(self):
-        return self._sizes
-
-    def size(self, index):
-        return int(self._sizes[index])
-
-    def num_tokens(self, index):
-        return int(self._sizes[index])
 
     def num_tokens_vec(self, indices):
         return self._sizes[indices]
