@@ -15,6 +15,7 @@ from argparse import Namespace
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import LanguagePairDataset, ListDataset, encoders
@@ -115,7 +116,7 @@ class AbstractiveSummarizationTask(TranslationTask):
         """Prefix and (counted) truncation of a source dataset."""
         limit = self.cfg.max_source_positions if self.cfg.truncate_source else None
         prefix = self.instruction_tokens
-        n_long, longest = count_overlong(dataset.sizes + len(prefix), self.cfg.max_source_positions)
+        n_long, longest = count_overlong(np.asarray(dataset.sizes) + len(prefix), self.cfg.max_source_positions)
         if n_long:
             action = "truncated" if limit is not None else "left to the size filter"
             logger.info(
