@@ -6,7 +6,8 @@ generate, in-process, with ``--user-dir user_dir``. Every model's tests reuse it
     hyps = generate(data, tmp / "ckpt" / "checkpoint_last.pt", ["--beam", "2"])
 
 All calls run fairseq's own CLI entry points (``fairseq_cli.train.main``,
-``fairseq_cli.generate.main``) on argument lists, exactly as the command line does.
+``fairseq_cli.generate.main``, ``fairseq_cli.interactive.main``) on argument lists, exactly
+as the command line does.
 """
 
 import contextlib
@@ -18,6 +19,7 @@ from pathlib import Path
 from fairseq import checkpoint_utils, distributed_utils, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate as generate_cli
+from fairseq_cli import interactive as interactive_cli
 from fairseq_cli import train as train_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +47,25 @@ def train(
 ):
     """``fairseq-train DATA --user-dir user_dir --task ... --arch ARCH`` with small defaults
     (adam, lr 1e-3, one epoch, 2,000 tokens a batch); ``extra`` overrides any of them."""
+    args = training_args(data_dir, save_dir, arch, extra, task, criterion)
+    cfg = convert_namespace_to_omegaconf(args)
+    # fairseq keeps the best validation score on a function attribute: start each run as a
+    # fresh process would (a resumed run reloads it from checkpoint_last.pt)
+    if hasattr(checkpoint_utils.save_checkpoint, "best"):
+        del checkpoint_utils.save_checkpoint.best
+    distributed_utils.call_main(cfg, train_cli.main)
+    return Path(save_dir)
+
+
+def training_args(
+    data_dir,
+    save_dir,
+    arch,
+    extra=(),
+    task="abstractive_summarization",
+    criterion="label_smoothed_cross_entropy",
+):
+    """The ``argparse.Namespace`` that :func:`train` parses (what legacy checkpoints store as ``args``)."""
     argv = [
         str(data_dir), "--user-dir", USER_DIR, "--task", task, "--arch", arch,
         "--criterion", criterion, "--save-dir", str(save_dir),
@@ -54,14 +75,7 @@ def train(
         "--max-source-positions", "256", "--max-target-positions", "128",
     ]
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
-    cfg = convert_namespace_to_omegaconf(args)
-    # fairseq keeps the best validation score on a function attribute: start each run as a
-    # fresh process would (a resumed run reloads it from checkpoint_last.pt)
-    if hasattr(checkpoint_utils.save_checkpoint, "best"):
-        del checkpoint_utils.save_checkpoint.best
-    distributed_utils.call_main(cfg, train_cli.main)
-    return Path(save_dir)
+    return options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
 
 
 def generate(data_dir, checkpoint, extra=(), subset="test", task="abstractive_summarization"):
@@ -77,6 +91,23 @@ def generate(data_dir, checkpoint, extra=(), subset="test", task="abstractive_su
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         generate_cli.main(args)
+    return parse_generate_output(out.getvalue())
+
+
+def interactive(data_dir, checkpoint, lines, extra=(), task="abstractive_summarization"):
+    """``fairseq-interactive --input FILE`` on raw ``lines``; returns the detokenized hypotheses."""
+    source = Path(checkpoint).parent / "interactive.input"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    argv = [
+        str(data_dir), "--user-dir", USER_DIR, "--task", task, "--path", str(checkpoint),
+        "--input", str(source), "--beam", "2", "--max-len-b", "20", "--no-progress-bar",
+        "--max-source-positions", "256", "--max-target-positions", "128",
+    ]
+    parser = options.get_interactive_generation_parser()
+    args = options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        distributed_utils.call_main(convert_namespace_to_omegaconf(args), interactive_cli.main)
     return parse_generate_output(out.getvalue())
 
 

@@ -25,6 +25,7 @@ import math
 import torch
 from fairseq.data import Dictionary
 
+from ..checkpoint import safe_load
 from .pooling import PooledAttention
 
 logger = logging.getLogger(__name__)
@@ -85,10 +86,7 @@ def convert_checkpoint(bart_path, dict_path, out_path, arch, max_source_position
                        encoder_attention="block", block_size=1024, global_tokens=64, pooling_layers=4,
                        pooling_kernel=18, pooling_stride=12, pooling_padding=9, seed=0):
     """Read a fairseq BART checkpoint, write the BART-LS checkpoint; returns the new state."""
-    from fairseq_ext import checkpoint
-
-    checkpoint.install()  # fairseq's Namespace configs under torch's weights_only=True
-    state = torch.load(str(bart_path), map_location="cpu", weights_only=True)  # raw, as fairseq-train saved it
+    state = safe_load(bart_path)  # raw, as fairseq-train saved it
     model_cfg = state["cfg"]["model"]
     dictionary = Dictionary.load(str(dict_path))
     state["model"] = extend_bart_state_dict(

@@ -24,6 +24,7 @@ import os
 
 import torch
 
+from ..checkpoint import safe_load
 from .dictionary import build_dictionary, fairseq_order, read_vocab, write_dictionary
 
 logger = logging.getLogger(__name__)
@@ -42,12 +43,7 @@ def load_hf_dir(hf_dir, vocab=None):
     weights = next((os.path.join(hf_dir, n) for n in WEIGHT_FILES if os.path.exists(os.path.join(hf_dir, n))), None)
     if weights is None:
         raise FileNotFoundError(f"no {' or '.join(WEIGHT_FILES)} in {hf_dir}")
-    if weights.endswith(".safetensors"):
-        from safetensors.torch import load_file
-
-        state = load_file(weights)
-    else:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
+    state = safe_load(weights)  # model.safetensors when present, else pytorch_model.bin
     if vocab is None:
         vocab = next((os.path.join(hf_dir, n) for n in VOCAB_FILES if os.path.exists(os.path.join(hf_dir, n))), None)
         if vocab is None:

@@ -26,6 +26,7 @@ from typing import Dict, List, Tuple
 
 import torch
 
+from ..checkpoint import safe_load
 from .model import MASK_SYMBOLS
 from .transformer import S2SFTTransformerConfig
 from .wordpiece import BERT_MASK, BERT_SPECIALS, read_vocab
@@ -179,11 +180,9 @@ def load_hf_checkpoint(directory) -> Tuple[Dict[str, torch.Tensor], dict, Dict[s
         raise FileNotFoundError(f"{config_path} not found: give a HF BERT/RoBERTa model directory")
     config = json.loads(config_path.read_text())
     if (directory / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        state = load_file(str(directory / "model.safetensors"))
+        state = safe_load(directory / "model.safetensors")
     elif (directory / "pytorch_model.bin").is_file():
-        state = torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        state = safe_load(directory / "pytorch_model.bin")
     else:
         raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {directory}")
     if (directory / "vocab.txt").is_file():

@@ -29,6 +29,7 @@ from collections import OrderedDict
 import torch
 from fairseq.data import Dictionary
 
+from ..checkpoint import safe_load
 from .embedding import init_source_embeddings
 from .layout import DELIMITER
 
@@ -191,12 +192,10 @@ def load_hf_checkpoint(path):
         config = json.load(f)
     safetensors_path = os.path.join(path, "model.safetensors")
     if os.path.exists(safetensors_path):
-        from safetensors.torch import load_file
-
-        return config, load_file(safetensors_path)
+        return config, safe_load(safetensors_path)
     bin_path = os.path.join(path, "pytorch_model.bin")
     if os.path.exists(bin_path):
-        return config, torch.load(bin_path, map_location="cpu", weights_only=True)
+        return config, safe_load(bin_path)
     raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {path}")
 
 

@@ -13,7 +13,6 @@ import argparse
 import logging
 
 import torch
-from fairseq import checkpoint_utils
 from omegaconf import OmegaConf
 
 from fairseq_ext import checkpoint as safe_checkpoint
@@ -25,8 +24,7 @@ logger = logging.getLogger(__name__)
 
 def export(source, destination):
     """Fold ``source`` into ``destination``; returns the exported state."""
-    safe_checkpoint.install()
-    state = checkpoint_utils.load_checkpoint_to_cpu(str(source))
+    state = safe_checkpoint.load_checkpoint_to_cpu(str(source))
     if not fold_gdes_state_dict(state["model"]):
         raise ValueError(f"{source} has no GDES delta: it is not a phase-one (--generator-layers) checkpoint")
     model_cfg = state["cfg"]["model"]

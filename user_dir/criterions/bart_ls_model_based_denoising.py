@@ -25,6 +25,7 @@ from fairseq.data.language_pair_dataset import collate
 
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, scorer_mask_input, select_hardest_spans
 from fairseq_ext.bart_ls.noising import corrupt_spans
+from fairseq_ext.checkpoint import safe_load
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class ModelBasedDenoisingCriterion(FairseqCriterion):
             scorer_block_size, task.cfg.tokens_per_sample,
         )
         if scorer_path:
-            self.scorer.load_state_dict(torch.load(scorer_path, map_location="cpu", weights_only=True))
+            self.scorer.load_state_dict(safe_load(scorer_path))
         if freeze_scorer:
             self.scorer.requires_grad_(False)
 
