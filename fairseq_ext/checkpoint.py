@@ -140,10 +140,13 @@ def check_eval_fields(state, path):
     if not bad:
         return
     listed = "; ".join(f"{where} = {_preview(value)}" for where, value in bad)
+    bare = [where for where, _ in bad if where.rpartition(".")[2] in BARE_LOAD_FIELDS]
     raise UntrustedCheckpointError(
         f"refusing to load checkpoint {path}: {listed}. fairseq passes these fields to eval() "
         "while it builds the model, task or optimizer, so anything but a plain literal "
-        "(a number, string, list, tuple or dict of them) could run code. See docs/security.md."
+        "(a number, string, list, tuple or dict of them) could run code"
+        + (f"; {', '.join(bare)} names a file fairseq would unpickle outside the safe loader" if bare else "")
+        + ". See docs/security.md."
     )
 
 
