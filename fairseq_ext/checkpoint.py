@@ -53,7 +53,7 @@ EVAL_FIELDS = frozenset({
     "conv_feature_layers",  # wav2vec, wav2vec2, hubert, multires_hubert, s2t_wav_transformer
     "conv_aggregator_layers",  # wav2vec
     "override_encoder_layers",  # multires_hubert
-    "left_pad_source", "left_pad_target",  # multilingual_translation, translation_multi_simple_epoch, online_backtranslation
+    "left_pad_source", "left_pad_target",  # multilingual_translation, multi_simple_epoch, backtranslation
     "adam_betas", "adamax_betas", "lamb_betas", "adafactor_eps",  # optimizers
     "wer_args",  # ctc criterion
     "feature_encoder_spec",  # raw audio dataset

@@ -127,7 +127,8 @@ def test_data_only_payload_in_an_eval_field_is_refused(tmp_path, sentinel, field
 
 
 @pytest.mark.parametrize("nest, dotted", [
-    (lambda p: {"model": {"_name": "wav2vec2", "conv_feature_layers": p}}, "cfg.model.w2v_args.model.conv_feature_layers"),
+    (lambda p: {"model": {"_name": "wav2vec2", "conv_feature_layers": p}},
+     "cfg.model.w2v_args.model.conv_feature_layers"),
     (lambda p: [{"_name": "x"}, {"conv_feature_layers": p}], "cfg.model.w2v_args[1].conv_feature_layers"),
     (lambda p: argparse.Namespace(arch="fconv", decoder_layers=p), "cfg.model.w2v_args.decoder_layers"),
 ], ids=["dict", "list", "namespace-with-arch"])

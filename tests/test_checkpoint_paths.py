@@ -83,8 +83,8 @@ def _generate(path, data):
 
 
 def _interactive(path, data):
-    return interactive(data, path, ["we parse text ."], ["--max-len-b", "4", "--beam", "1",
-                                                         "--bpe", "sentencepiece", "--sentencepiece-model", data / "spm.model"])
+    spm = ["--bpe", "sentencepiece", "--sentencepiece-model", data / "spm.model"]
+    return interactive(data, path, ["we parse text ."], ["--max-len-b", "4", "--beam", "1", *spm])
 
 
 def _train_restore(path, data):
@@ -99,11 +99,13 @@ def _resume(path, data):
 
 
 def _finetune(path, data):
-    return train(data, path.parent / "finetune", ARCH, SHORT_TRAIN + ["--finetune-from-model", path, "--max-update", "1"])
+    finetune = ["--finetune-from-model", path]
+    return train(data, path.parent / "finetune", ARCH, [*SHORT_TRAIN, *finetune, "--max-update", "1"])
 
 
 def _ema_seed(path, data):
-    return train(data, path.parent / "ema", ARCH, SHORT_TRAIN + ["--store-ema", "--ema-seed-model", path, "--max-update", "1"])
+    ema = ["--store-ema", "--ema-seed-model", path]
+    return train(data, path.parent / "ema", ARCH, [*SHORT_TRAIN, *ema, "--max-update", "1"])
 
 
 def _bart_ls_convert(path, data):
@@ -138,7 +140,8 @@ def _prophetnet_convert(path, data):
 def _s2s_ft_convert(path, data):
     from fairseq_ext.s2s_ft.convert import main
 
-    return main(["--hf-dir", str(_hf_dir(path)), "--dict", str(data / "dict.source.txt"), "--out", str(path.parent / "s2s.pt")])
+    return main(["--hf-dir", str(_hf_dir(path)), "--dict", str(data / "dict.source.txt"),
+                 "--out", str(path.parent / "s2s.pt")])
 
 
 def _transformer_sm_convert(path, data):
@@ -176,7 +179,8 @@ def _pickle_in_args_legacy_format(state, sentinel, data):
 
 
 def _eval_field_in_cfg(state, sentinel, data):
-    return save(place_in_cfg(state, "model", "adaptive_softmax_cutoff", eval_payload(sentinel)), sentinel.parent / "evil.pt")
+    state = place_in_cfg(state, "model", "adaptive_softmax_cutoff", eval_payload(sentinel))
+    return save(state, sentinel.parent / "evil.pt")
 
 
 def _eval_field_in_legacy_args(state, sentinel, data):
