@@ -259,10 +259,10 @@ def _model_eval_fields(node):
 
 def _is_literal(value):
     """Whether ``eval(value)`` can only build data: non-text values are not evaluated (fairseq
-    only evals ``str``), bytes never belong there, text must be a Python literal."""
+    only evals ``str``), bytes never belong there, text must be a Python literal (or empty)."""
     if isinstance(value, (bytes, bytearray)):
         return False
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not value.strip():
         return True
     try:
         ast.literal_eval(value)

@@ -143,6 +143,7 @@ def test_eval_fields_are_found_at_any_depth(tmp_path, sentinel, nest, dotted):
     ("adaptive_softmax_cutoff", "10000,50000,200000"),
     ("adaptive_softmax_cutoff", [100, 200]),
     ("adaptive_softmax_cutoff", None),
+    ("adaptive_softmax_cutoff", ""),
     ("adam_betas", "(0.9, 0.98)"),
     ("character_filters", "[(1, 64), (2, 128), (3, 192)]"),
     ("xformers_att_config", '{"name": "scaled_dot_product"}'),
