@@ -1,6 +1,9 @@
 """``bart_ls`` model: equals fairseq's BART on the same weights when one block covers the input,
 converter (positions tiled, sentinels, pooling weights), padding invariance of the whole model."""
 
+import re
+from argparse import Namespace
+
 import pytest
 import torch
 from fairseq import options, tasks
@@ -8,7 +11,9 @@ from fairseq.data import Dictionary
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
+from parity import perturb_parameters
 from fairseq_ext.bart_ls.convert import extend_bart_state_dict, tile_positions
+from fairseq_ext.bart_ls.convert import main as convert_main
 
 VOCAB = 40
 BART_POSITIONS = 64
@@ -104,6 +109,23 @@ def test_model_outputs_do_not_depend_on_padding(data_dir, mechanism):
     torch.testing.assert_close(together[1:], alone, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("mechanism", ["block", "overlapping", "global"])
+def test_short_batches_at_the_default_block_and_global_sizes(data_dir, mechanism):
+    """Block 1024 with 64 global tokens (the defaults): every batch of at most 64 tokens used to
+    crash global attention. Sources of 1 to 70 tokens, pooled top layer, padding-invariant."""
+    task, model = build(data_dir, "bart_ls_tiny", "--encoder-attention", mechanism, "--block-size", "1024",
+                        "--global-tokens", "64", "--pooling-layers", "1")
+    perturb_parameters(model, seed=7)
+    for lengths in ([1], [2], [64, 1], [70, 3, 1]):
+        src, src_lengths, prev = batch(task, lengths, seed=len(lengths))
+        with torch.no_grad():
+            together, _ = model(src, src_lengths, prev)
+            assert torch.isfinite(together).all()
+            shortest = lengths[-1]
+            alone, _ = model(src[-1:, -shortest:], src_lengths[-1:], prev[-1:])
+        torch.testing.assert_close(together[-1:], alone, atol=1e-4, rtol=1e-4)
+
+
 def test_converter_tiles_positions_and_adds_rows(data_dir):
     _, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
     state = convert(bart, {"max_source_positions": 150}, num_sentinels=5, pooling_layers=1)
@@ -119,6 +141,42 @@ def test_converter_tiles_positions_and_adds_rows(data_dir):
     assert "encoder.layers.1.self_attn.pooling.k_proj.weight" in state
     assert "encoder.layers.0.self_attn.pooling.k_proj.weight" not in state
     assert torch.equal(tile_positions(old_pos, 1, 64), old_pos)
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [(["--pooling-layers", "3"], "--pooling-layers 3 must be between 0 and --encoder-layers 2"),
+     (["--pooling-layers", "-1"], "--pooling-layers -1"),
+     (["--encoder-attention", "overlapping", "--block-size", "7"], "even --block-size"),
+     (["--encoder-attention", "global", "--block-size", "8", "--global-tokens", "8"], "--global-tokens 8"),
+     (["--pooling-kernel", "4", "--pooling-padding", "3"], "--pooling-padding 3"),
+     (["--block-size", "0"], "--block-size must be positive")],
+)
+def test_converter_validates_flags_before_writing(data_dir, tmp_path, flags, message):
+    """A bad value is refused at conversion, naming the flag (it used to be written into the
+    checkpoint, e.g. negative pooling layer indices, and fail only at load)."""
+    _, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
+    bart_path = tmp_path / "bart.pt"
+    model_cfg = Namespace(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2)  # what fairseq saves
+    torch.save({"cfg": {"model": model_cfg, "task": None}, "model": bart.state_dict()}, bart_path)
+    out = tmp_path / "bart_ls.pt"
+    argv = ["--bart", str(bart_path), "--dict", str(data_dir / "dict.source.txt"), "--out", str(out),
+            "--arch", "bart_ls_tiny", "--max-source-positions", "128", "--num-sentinels", "0", "--block-size", "8",
+            "--pooling-layers", "1", "--pooling-kernel", "4", "--pooling-stride", "3", "--pooling-padding", "2"]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        convert_main(argv + flags)
+    assert not out.exists()
+    with pytest.raises(ValueError, match="--pooling-layers 3"):
+        convert(bart, {"max_source_positions": 128}, pooling_layers=3)
+    convert_main(argv + ["--pooling-layers", "2"])  # the whole encoder is fine
+    assert out.exists()
+
+
+def test_model_build_validates_the_same_flags(data_dir):
+    with pytest.raises(ValueError, match="--global-tokens 8"):
+        build(data_dir, "bart_ls_tiny", "--encoder-attention", "global", "--block-size", "8", "--global-tokens", "8")
+    with pytest.raises(ValueError, match="--pooling-padding 4"):
+        build(data_dir, "bart_ls_tiny", "--pooling-kernel", "6", "--pooling-padding", "4")
 
 
 def test_converter_rejects_a_foreign_dictionary(data_dir):
