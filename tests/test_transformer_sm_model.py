@@ -73,11 +73,13 @@ def test_causal_mask_picture():
     assert torch.isinf(mask[0, 1]) and mask[0, 1] < 0
 
 
-def test_article_targets_end_with_the_delimiter():
-    pad, delim = 1, 99
-    article = torch.tensor([[0, 5, 6, 7], [0, 8, pad, pad]])
-    expected = torch.tensor([[5, 6, 7, delim], [8, delim, pad, pad]])
-    assert torch.equal(article_targets(article, pad, delim), expected)
+def test_article_targets_never_include_the_delimiter():
+    """The paper and the authors' code (loss mask 0 at the delimiter): the last article token
+    predicts nothing."""
+    pad = 1
+    article = torch.tensor([[0, 5, 6, 7], [0, 8, pad, pad], [0, pad, pad, pad]])
+    expected = torch.tensor([[5, 6, 7, pad], [8, pad, pad, pad], [pad, pad, pad, pad]])
+    assert torch.equal(article_targets(article, pad), expected)
 
 
 def test_summary_positions_restart_and_continue():
@@ -253,20 +255,25 @@ def test_ett_is_label_smoothed_cross_entropy_on_the_summary(task):
     assert log["summary_ntokens"] == sample["ntokens"]
 
 
-def test_dat_is_the_language_model_loss_of_the_joint_row(task):
+def test_dat_is_the_language_model_loss_of_article_and_summary_tokens(task):
     model = make_model(task)
     article, prev, target = make_batch(task, article_lengths=(8, 8), summary_lengths=(5, 5))
     sample = _sample(task, article, prev, target)
     dat = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="dat")
     loss, size, log = dat(model, sample)
-    # independent computation: next-token NLL over <s> a.. <delim> s.. </s>, <s> never predicted
+    # independent computation: next-token NLL over <s> a.. <delim> s.. </s>; <s> is never
+    # predicted, nor is <delim> (the authors' loss mask is 0 there): article and summary only
     with torch.no_grad():
         summary_logits, extra = model(article, None, prev, article_logits=True)
     logits = torch.cat([extra["article_logits"], summary_logits], 1)
     row = torch.cat([article, prev[:, :1], target], 1)  # (B, M + 1 + N)
-    expected = F.cross_entropy(logits.transpose(1, 2), row[:, 1:], reduction="sum")
+    targets = row[:, 1:].clone()
+    m = article.size(1)
+    assert (targets[:, m - 1] == task.delimiter_index).all()
+    targets[:, m - 1] = -100  # the last article position would predict <delim>
+    expected = F.cross_entropy(logits.transpose(1, 2), targets, reduction="sum", ignore_index=-100)
     torch.testing.assert_close(loss, expected, atol=1e-4, rtol=1e-5)
-    assert size == row[:, 1:].numel() == log["ntokens"]
+    assert size == row[:, 1:].numel() - row.size(0) == log["ntokens"]
     assert log["summary_ntokens"] == target.numel()
 
 
