@@ -190,3 +190,30 @@ def test_stream_weights_and_targets():
     assert ngram_targets(target, 3, 1).tolist() == [[[10, 11, 12, 13, 2], [1, 11, 12, 13, 2], [1, 1, 12, 13, 2]]]
     spans = ngram_targets(torch.tensor([[10, 11, 12, 13]]), 2, 1, torch.tensor([[0, 0, 2, 2]]))
     assert spans.tolist() == [[[10, 11, 12, 13], [1, 11, 1, 13]]]
+
+
+def test_ignore_prefix_size_keeps_every_stream_s_valid_targets():
+    """--ignore-prefix-size 2, n = 3, targets ``a b c d </s>`` and ``a b </s>``: the n-gram
+    targets are built on the whole target (stream j predicts position i from main positions up
+    to i - j, which may be in the prefix), then the prefix positions are dropped. By hand::
+
+        stream 1:  _ _ | c d </s>        _ _ | </s>
+        stream 2:  _ _ | c d </s>        _ _ | </s>
+        stream 3:  _ _ | c d </s>        _ _ | </s>
+    """
+    d = _dictionary()
+    task = Namespace(source_dictionary=d, target_dictionary=d)
+    a, b, c, e = (d.index(f"w{i}") for i in range(4))
+    pad, eos = d.pad(), d.eos()
+    target = torch.tensor([[a, b, c, e, eos], [a, b, eos, pad, pad]])
+    logits = torch.randn(2, 3, 5, len(d), generator=torch.Generator().manual_seed(0))  # (B, n, T, V)
+    sample = {"target": target}
+    criterion = NgramLanguageLossCriterion(task, sentence_avg=False, label_smoothing=0.0, ignore_prefix_size=2)
+    loss, next_nll, stats = criterion.compute_ngram_loss((None, {"ngram_logits": logits}), sample)
+    assert [count for _, count in stats] == [4, 4, 4]
+    lprobs = torch.log_softmax(logits, -1)
+    kept = [(0, 2, c), (0, 3, e), (0, 4, eos), (1, 2, eos)]  # (row, position, target): every stream
+    by_hand = [-sum(lprobs[row, stream, i, tok] for row, i, tok in kept) for stream in range(3)]
+    for (nll, _), expected in zip(stats, by_hand):
+        torch.testing.assert_close(nll, expected)
+    torch.testing.assert_close(loss, sum(by_hand) / 3)  # gamma 1: every stream weighs 1/3
