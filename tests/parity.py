@@ -7,7 +7,8 @@
   every bias is non-zero, and weights are scaled to their fan-in so that outputs are O(1).
 * :func:`incremental_with_reorders` decodes step by step and reorders the beams (with
   repeats, as beam search does) in the middle of decoding, returning what a full forward pass
-  over the reordered rows must equal.
+  over the reordered rows must equal; :data:`BEAM_REORDERS` are such reorders for
+  :data:`SENTENCES` sentences of :data:`BEAMS` beams each.
 """
 
 import math
@@ -67,6 +68,23 @@ def perturb_parameters(model, seed=0):
     return model
 
 
+#: A batch of decoding rows is SENTENCES sentences x BEAMS beams, sentence-major (row
+#: ``s * BEAMS + k``): the source of a row is its sentence's (``src.repeat_interleave(BEAMS, 0)``).
+SENTENCES, BEAMS = 3, 2
+#: Reorders as fairseq's beam search makes them: beams move (and duplicate) within their
+#: sentence, after the first step and in the middle of decoding, and before step 5 sentence 1
+#: finishes and leaves the batch (it shrinks to 4 rows). A beam never moves to another
+#: sentence: fairseq's encoder-decoder attention keeps its cached keys when the batch size is
+#: unchanged, which is right only for beams of the same source.
+BEAM_REORDERS = {
+    1: torch.tensor([1, 0, 2, 2, 5, 4]),
+    3: torch.tensor([1, 1, 3, 2, 4, 5]),
+    5: torch.tensor([0, 1, 4, 4]),
+}
+#: decoding steps BEAM_REORDERS needs (the decoder input has at least this many tokens)
+REORDER_STEPS = 7
+
+
 def incremental_with_reorders(step, reorder, batch_size, num_steps, reorders):
     """Decode ``num_steps`` steps one at a time, reordering the beams in the middle.
 
@@ -76,15 +94,15 @@ def incremental_with_reorders(step, reorder, batch_size, num_steps, reorders):
             feeds ``prev_output_tokens[rows, : t + 1]`` with its incremental state.
         reorder: ``reorder(order)`` applies a beam reorder to the incremental state and the
             encoder output (what fairseq's ``SequenceGenerator`` does between steps).
-        batch_size: B.
+        batch_size: B at the first step.
         num_steps: steps to decode.
-        reorders: ``{t: order}``; ``order`` (a LongTensor ``(B,)``, repeats allowed) is
-            applied before step ``t``; ``t >= 2`` reorders in the middle of decoding, not
-            only before the first step.
+        reorders: ``{t: order}``; ``order`` (a LongTensor of beam indices, repeats allowed,
+            as long as the new batch) is applied before step ``t``; ``t >= 2`` reorders in the
+            middle of decoding, not only before the first step (e.g. :data:`BEAM_REORDERS`).
 
-    Returns ``(outputs (B, num_steps, V), rows (B,))``: each beam's history follows it
-    through the reorders, so a full forward pass over batch rows ``rows`` must give
-    ``outputs`` at every step.
+    Returns ``(outputs (B', num_steps, V), rows (B',))``: each beam's history follows it
+    through the reorders, so a full forward pass over the original batch rows ``rows`` must
+    give ``outputs`` at every step.
     """
     rows = torch.arange(batch_size)
     outputs = []

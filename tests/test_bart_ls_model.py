@@ -11,7 +11,7 @@ from fairseq.data import Dictionary
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
-from parity import perturb_parameters
+from parity import BEAM_REORDERS, BEAMS, SENTENCES, incremental_with_reorders, perturb_parameters
 from fairseq_ext.bart_ls.convert import extend_bart_state_dict, tile_positions
 from fairseq_ext.bart_ls.convert import main as convert_main
 
@@ -193,20 +193,32 @@ def test_bad_flags_raise(data_dir):
         build(data_dir, "bart_ls_tiny", "--encoder-attention", "overlapping", "--block-size", "7")
 
 
-def test_incremental_decoding_equals_full_forward(data_dir):
-    """Step-by-step decoding over the block-sparse encoder's output (with the beam reorder
-    fairseq applies) gives the teacher-forced logits."""
-    task, model = build(data_dir, "bart_ls_tiny", "--block-size", "8")
-    src, lengths, prev = batch(task, [30, 21])
-    full, _ = model(src, lengths, prev)  # (B, U, V)
-    order = torch.tensor([1, 0])
-    encoder_out = model.encoder.reorder_encoder_out(model.encoder(src, lengths), order)
-    state = {}
-    steps = []
-    for t in range(prev.size(1)):
-        logits, _ = model.decoder(prev[order, : t + 1], encoder_out=encoder_out, incremental_state=state)
-        steps.append(logits[:, -1])
-    torch.testing.assert_close(torch.stack(steps, dim=1), full[order], atol=1e-5, rtol=1e-5)
+@pytest.mark.parametrize("mechanism", ["block", "global"])
+def test_incremental_decoding_equals_full_forward(data_dir, mechanism):
+    """Step-by-step decoding over the block-sparse encoder's output, with beam search's reorders
+    (within each sentence's beams, after the first step and in the middle of decoding, then a
+    finished sentence leaving the batch), gives the teacher-forced logits of each beam's rows."""
+    task, model = build(data_dir, "bart_ls_tiny", "--block-size", "8", "--encoder-attention", mechanism,
+                        "--global-tokens", "2")
+    perturb_parameters(model, seed=8)
+    src, lengths, _ = batch(task, [30, 21, 1])
+    src, lengths = src.repeat_interleave(BEAMS, 0), lengths.repeat_interleave(BEAMS, 0)
+    _, _, prev = batch(task, [2] * SENTENCES * BEAMS, seed=9)  # a hypothesis per beam
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], encoder_out=live["encoder_out"],
+                                      incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model(src[rows], lengths[rows], prev[rows])  # (B', U, V)
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
 def test_full_encoder_attention_rejects_pooling(data_dir):

@@ -16,6 +16,7 @@ import user_dir  # noqa: F401
 from fairseq_ext.prophetnet.loss import ngram_targets, stream_weights
 from fairseq_ext.prophetnet.masks import full_layout
 from fairseq_ext.prophetnet.relative import relative_bucket
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 from user_dir.models.prophetnet import ProphetNetSummModel, prophetnet_summ_tiny
 
@@ -83,6 +84,34 @@ def test_incremental_decoding_matches_full_forward_in_beam_search():
             torch.testing.assert_close(hypo["positional_scores"], full, atol=1e-4, rtol=0)
             checked += len(tokens)
     assert checked > 30
+
+
+def test_cached_decoding_follows_beam_reorders():
+    """Beam search's reorders (within each sentence's beams, after the first step and in the
+    middle of decoding, then a finished sentence leaving the batch): every step's next-token
+    logits equal the full forward over each beam's rows."""
+    model, task = _model(ngram=3, decoder_layers=2)
+    perturb_parameters(model.eval(), seed=6)
+    d = task.target_dictionary
+    net = _sample(d, [9, 6, 1], [1, 1, 1])["net_input"]
+    src = net["src_tokens"].repeat_interleave(BEAMS, 0)
+    lengths = net["src_lengths"].repeat_interleave(BEAMS, 0)
+    prev = _sample(d, [1] * SENTENCES * BEAMS, [REORDER_STEPS] * SENTENCES * BEAMS, seed=7)["net_input"][
+        "prev_output_tokens"]  # a hypothesis per beam
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model(src[rows], lengths[rows], prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
 def test_decoding_computes_only_main_and_next_token_rows():

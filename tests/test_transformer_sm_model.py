@@ -18,6 +18,7 @@ import user_dir  # noqa: F401  (registers the plugin)
 from fairseq_ext.transformer_sm import article_targets, causal_mask, mean_row_norm, summary_positions
 from fairseq_ext.transformer_sm.data import ArticleDataset
 from fairseq_ext.fairseq_fixes import PrefixNGramRepeatBlock
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.criterions.transformer_sm import TransformerSMCriterion
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import DELIMITER, TransformerSMTask, TransformerSMTaskConfig
@@ -178,21 +179,29 @@ def test_incremental_decoding_equals_full_forward(task, mode, normalize_before):
     )
 
 
-def test_incremental_state_follows_beam_reordering(task):
-    """Reorder the cache after the first step (as beam search does): scores stay those of a
-    full pass over the reordered rows."""
-    model = make_model(task)
-    article, prev, _ = make_batch(task, summary_lengths=(5, 5, 5))
-    order = torch.tensor([2, 0, 0])
+@pytest.mark.parametrize("mode", ["restart", "continue"])
+def test_incremental_state_follows_beam_reordering(task, mode):
+    """Beam search's reorders (within each sentence's beams, after the first step and in the
+    middle of decoding, then a finished sentence leaving the batch): the scores stay those of a
+    full pass over each beam's rows."""
+    model = perturb_parameters(make_model(task, summary_positions=mode), seed=4)
+    article, _, _ = make_batch(task, article_lengths=(10, 7, 1))
+    article = article.repeat_interleave(BEAMS, 0)
+    _, prev, _ = make_batch(task, article_lengths=(2,) * SENTENCES * BEAMS,
+                            summary_lengths=(REORDER_STEPS,) * SENTENCES * BEAMS, seed=5)  # a hypothesis per beam
     with torch.no_grad():
-        full, _ = model(article[order], None, prev[order])
-        encoder_out, state = model.encoder(article), {}
-        steps = [model.decoder(prev[:, :1], encoder_out, incremental_state=state)[0][order]]
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
-        for t in range(1, prev.size(1)):
-            steps.append(model.decoder(prev[order, : t + 1], encoder_out, incremental_state=state)[0])
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+        live = {"encoder_out": model.encoder(article), "state": {}}
+
+        def step(t, rows):
+            return model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])[0][:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(article), prev.size(1), BEAM_REORDERS)
+        full, _ = model(article[rows], None, prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
 def test_padding_does_not_change_the_scores(task):

@@ -15,8 +15,8 @@ from fairseq_ext.zcodepp.convert import encoder_options, load_deberta_v2
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.relative_position import log_bucket_position, relative_position_index
-from parity import perturb_parameters
-from user_dir.models.zcodepp import zcodepp_tiny_architecture
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, incremental_with_reorders, perturb_parameters
+from user_dir.models.zcodepp import ZCodeppModel, zcodepp_tiny_architecture
 
 VOCAB, DIM, HEADS, LAYERS, FFN = 60, 32, 4, 3, 64
 BUCKETS, MAX_DISTANCE = 16, 32
@@ -251,3 +251,35 @@ def test_every_length_from_one_token_is_padding_invariant(fie_chunk_size):
                 batch[1, :length] = tokens[0]
             in_batch = encode(encoder, batch)[1][batch[1].ne(PAD)]
             torch.testing.assert_close(in_batch, alone, atol=TOL, rtol=0)
+
+
+def test_incremental_decoding_follows_beam_reorders():
+    """The whole model (disentangled encoder, standard decoder), perturbed: step-by-step
+    decoding with beam search's reorders (within each sentence's beams, after the first step
+    and in the middle of decoding, then a finished sentence leaving the batch) equals the full
+    forward over each beam's rows."""
+    d = dictionary()
+    args = Namespace(max_source_positions=64, max_target_positions=32, dropout=0.0, attention_dropout=0.0,
+                     fie_chunk_size=8)
+    zcodepp_tiny_architecture(args)
+    model = ZCodeppModel.build_model(args, Namespace(source_dictionary=d, target_dictionary=d)).eval()
+    perturb_parameters(model, seed=9)
+    src = random_tokens([30, 5, 1], left_pad=True, generator=torch.Generator().manual_seed(9))
+    src = src.repeat_interleave(BEAMS, 0)
+    lengths = src.ne(PAD).sum(1)
+    prev = torch.randint(4, VOCAB, (len(src), REORDER_STEPS), generator=torch.Generator().manual_seed(10))
+    prev[:, 0] = d.eos()
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model(src[rows], lengths[rows], prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
