@@ -143,6 +143,13 @@ def test_released_activations_are_the_tanh_gelu(models):
     """GPT-1 and GPT-2 both use the tanh approximation (fairseq's gelu_accurate)."""
     assert model_args_from_hf(hf_config(models["gpt2"]))["activation_fn"] == "gelu_accurate"
     assert model_args_from_hf(hf_config(models["openai-gpt"]))["activation_fn"] == "gelu_accurate"
+    from fairseq import options
+
+    for arch in ("transformer_sm_gpt", "transformer_sm_gpt2"):  # the named sizes follow the released models
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            "data", "--user-dir", user_dir.hub.USER_DIR, "--task", "transformer_sm", "--arch", arch,
+            "--criterion", "transformer_sm"])  # fmt: skip
+        assert args.activation_fn == "gelu_accurate", arch
 
 
 def test_cli_writes_a_checkpoint_that_fairseq_train_finetunes(models, tmp_path):
