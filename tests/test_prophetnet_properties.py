@@ -182,6 +182,25 @@ def test_padding_never_changes_the_loss():
     torch.testing.assert_close(padded[2]["_stream2_nll"], tight[2]["_stream2_nll"], rtol=1e-6, atol=1e-5)
 
 
+def test_every_length_from_one_token_is_padding_invariant():
+    """Sources of every length from 1 token ([SEP] alone) and targets from 1 token, beside a
+    long row: every stream's logits are those of the row alone."""
+    model, task = _model(ngram=3, decoder_layers=2)
+    perturb_parameters(model.eval(), seed=12)
+    d = task.target_dictionary
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            target = min(length, 6)
+            net = _sample(d, [longest, length], [6, target], seed=length)["net_input"]
+            _, batched = model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])
+            src = net["src_tokens"][1:, -length:]
+            _, alone = model(src, net["src_lengths"][1:], net["prev_output_tokens"][1:, :target])
+            assert torch.isfinite(alone["ngram_logits"]).all()
+            torch.testing.assert_close(batched["ngram_logits"][1:, :, :target], alone["ngram_logits"],
+                                       atol=1e-4, rtol=1e-4)
+
+
 def test_left_padded_decoder_input_is_refused():
     model, task = _model()
     d = task.target_dictionary

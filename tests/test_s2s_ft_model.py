@@ -141,6 +141,32 @@ def test_cached_decoding_follows_beam_reorders(method):
 
 
 @pytest.mark.parametrize("method", ["causal", "pseudo"])
+def test_every_length_from_one_token_is_padding_invariant(method):
+    """Sources of every length from 1 token (</s> alone) and targets from 1 token, beside a
+    long row: the logits are those of the row alone."""
+    model, d = make_model(method)
+    perturb_parameters(model, seed=13)
+    g = torch.Generator().manual_seed(13)
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            target = min(length, 6)
+            src = torch.full((2, longest), d.pad())
+            for row, n in enumerate((longest, length)):
+                src[row, longest - n:] = torch.randint(d.nspecial, VOCAB, (n,), generator=g)
+                src[row, -1] = d.eos()
+            prev = torch.full((2, 6), d.pad())
+            prev[0] = torch.randint(d.nspecial, VOCAB, (6,), generator=g)
+            prev[1, :target] = torch.randint(d.nspecial, VOCAB, (target,), generator=g)
+            prev[:, 0] = d.eos()
+            lengths = src.ne(d.pad()).sum(1)
+            batched, _ = model.decoder(prev, model.encoder(src, lengths))
+            alone, _ = model.decoder(prev[1:, :target], model.encoder(src[1:, -length:], lengths[1:]))
+            assert torch.isfinite(alone).all()
+            torch.testing.assert_close(batched[1:, :target], alone, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
 def test_padding_invariance(method):
     model, d = make_model(method)
     src, lengths, prev, _ = batch(d)

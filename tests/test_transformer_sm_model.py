@@ -213,6 +213,23 @@ def test_padding_does_not_change_the_scores(task):
     torch.testing.assert_close(batched[1:, :6], alone, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["restart", "continue"])
+def test_every_length_from_one_token_is_padding_invariant(task, mode):
+    """Articles and summaries of every length from 1 token (the article <s> alone, the summary
+    <delim> alone) beside a long row: the scores are those of the row alone."""
+    model = perturb_parameters(make_model(task, summary_positions=mode), seed=11)
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            summary = min(length, 8)
+            article, prev, _ = make_batch(task, article_lengths=(longest, length), summary_lengths=(8, summary),
+                                          seed=length)
+            batched, _ = model(article, None, prev)
+            alone, _ = model(article[1:, :length], None, prev[1:, :summary])
+            assert torch.isfinite(alone).all()
+            torch.testing.assert_close(batched[1:, :summary], alone, atol=1e-4, rtol=1e-4)
+
+
 def test_joint_row_is_one_causal_language_model(task):
     """With no padding, the article and summary logits are those of one causal pass."""
     model = make_model(task, summary_positions="continue", no_source_embeddings=True)
