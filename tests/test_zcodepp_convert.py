@@ -53,7 +53,8 @@ def test_released_v3_options():
     "option,value,flag",
     [("max_relative_positions", 64, "--max-relative-positions"),
      ("encoder_layer_norm_eps", 1e-7, "--encoder-layer-norm-eps"),
-     ("activation_fn", "gelu_accurate", "--activation-fn")],
+     ("activation_fn", "gelu_accurate", "--activation-fn"),
+     ("encoder_attention_heads", 2, "--encoder-attention-heads")],
 )
 def test_loading_into_an_encoder_built_otherwise_is_refused(option, value, flag):
     """The parameters would load, the function would differ: the loader names the flag."""

@@ -147,6 +147,7 @@ ENCODER_CHECKS = {
     "encoder_layer_norm_eps": ("layer_norm_eps", "--encoder-layer-norm-eps"),
     "activation_fn": ("activation_fn_name", "--activation-fn"),
     "encoder_layers": ("num_layers", "--encoder-layers"),
+    "encoder_attention_heads": ("attention_heads", "--encoder-attention-heads"),  # same shapes, other function
 }
 
 

@@ -79,6 +79,7 @@ class ZCodeEncoder(TransformerEncoderBase):
             )
         self.rel_pos_buckets = cfg.rel_pos_buckets
         self.max_relative_positions = cfg.max_relative_positions
+        self.attention_heads = cfg.encoder.attention_heads
         self.layer_norm_eps = cfg.encoder_layer_norm_eps
         self.activation_fn_name = cfg.activation_fn
         self.fie_chunk_size = cfg.fie_chunk_size
