@@ -14,6 +14,7 @@ from fairseq_ext.bart_ls.attention import (
     build_block_core,
 )
 from fairseq_ext.bart_ls.pooling import PooledAttention
+from parity import perturb_parameters
 
 BATCH, HEADS, DIM = 2, 2, 4
 
@@ -154,3 +155,75 @@ def test_bad_configurations_raise():
         attention = build_attention("block", pooling=False)
         x = torch.randn(4, 1, 8)
         attention(x, x, x, attn_mask=torch.zeros(4, 4))
+
+
+SWEEP_BLOCK = 4
+DENSE_PATTERNS = {
+    "block": lambda t, w: masks.local_block_mask(t, w),
+    "overlapping": lambda t, w: masks.overlapping_block_mask(t, w),
+    "global": lambda t, w: masks.global_block_mask(t, w, 2),
+}
+
+
+def dense_module_reference(attention, x, pattern, block):
+    """The module's projections around plain softmax attention over a dense (L, L) pattern, for
+    one row ``x`` (L, C) of real tokens laid out from position 0 (as the module aligns them)."""
+    length = x.size(0)
+    heads = lambda y: y.view(length, attention.num_heads, attention.head_dim).transpose(0, 1).unsqueeze(0)
+    q, k, v = heads(attention.q_proj(x)), heads(attention.k_proj(x)), heads(attention.v_proj(x))
+    out = dense_reference(q, k, v, pattern(length, block), torch.zeros(1, length, dtype=torch.bool))
+    return attention.out_proj(out[0].transpose(0, 1).reshape(length, -1))  # (L, C)
+
+
+@pytest.mark.parametrize("mechanism", sorted(DENSE_PATTERNS))
+def test_every_length_matches_dense_masked_attention(mechanism):
+    """Every length from 1 token to three blocks plus two, alone and left-padded beside the
+    longest row (as fairseq collates sources), against dense masked attention; global
+    attention with 2 global tokens per block covers rows no longer than the global count."""
+    attention = perturb_parameters(build_attention(mechanism, pooling=False, block=SWEEP_BLOCK), seed=3)
+    longest = 3 * SWEEP_BLOCK + 2
+    generator = torch.Generator().manual_seed(3)
+    filler = torch.randn(longest, 1, 8, generator=generator)
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            x = torch.randn(length, 1, 8, generator=generator)  # (L, 1, C)
+            alone, _ = attention(x, x, x)
+            block = masks.effective_block_size(length, SWEEP_BLOCK)
+            expected = dense_module_reference(attention, x[:, 0], DENSE_PATTERNS[mechanism], block)
+            torch.testing.assert_close(alone[:, 0], expected, atol=1e-5, rtol=1e-5)
+
+            batch = torch.cat([filler, torch.cat([torch.zeros(longest - length, 1, 8), x])], dim=1)  # (T, 2, C)
+            pad = torch.zeros(2, longest, dtype=torch.bool)
+            pad[1, : longest - length] = True
+            out, _ = attention(batch, batch, batch, key_padding_mask=pad)
+            block = masks.effective_block_size(longest, SWEEP_BLOCK)
+            expected = dense_module_reference(attention, x[:, 0], DENSE_PATTERNS[mechanism], block)
+            torch.testing.assert_close(out[longest - length:, 1], expected, atol=1e-5, rtol=1e-5)
+            assert out[: longest - length, 1].abs().max() == 0 if length < longest else True
+
+
+@pytest.mark.parametrize("mechanism", sorted(DENSE_PATTERNS))
+def test_every_length_with_pooling_is_padding_invariant(mechanism):
+    """Pooled attention at every length from 1 token: finite, and the same alone as left- or
+    right-padded beside the longest row."""
+    attention = perturb_parameters(build_attention(mechanism, pooling=True, block=SWEEP_BLOCK), seed=4)
+    longest = 3 * SWEEP_BLOCK + 2
+    generator = torch.Generator().manual_seed(4)
+    filler = torch.randn(longest, 1, 8, generator=generator)
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            x = torch.randn(length, 1, 8, generator=generator)
+            alone, _ = attention(x, x, x)
+            assert torch.isfinite(alone).all()
+            gap = torch.zeros(longest - length, 1, 8)
+            for side in ("left", "right"):
+                row = torch.cat([gap, x] if side == "left" else [x, gap])
+                batch = torch.cat([filler, row], dim=1)
+                pad = torch.zeros(2, longest, dtype=torch.bool)
+                if side == "left":
+                    pad[1, : longest - length] = True
+                else:
+                    pad[1, length:] = True
+                out, _ = attention(batch, batch, batch, key_padding_mask=pad)
+                real = out[~pad[1], 1]
+                torch.testing.assert_close(real, alone[:, 0], atol=1e-5, rtol=1e-5)

@@ -13,39 +13,45 @@ from transformers.models.prophetnet.modeling_prophetnet import ProphetNetNgramSe
 import user_dir  # noqa: F401  (registers the model and makes checkpoints load safely)
 from fairseq_ext.prophetnet import convert_hf
 from fairseq_ext.prophetnet.dictionary import build_dictionary
+from parity import perturb_parameters
 
 TOLERANCE = 1e-4
-RELATIVE_GAIN = 20.0  # HF initializes with std 0.02: scaled up, a wrong bias cannot hide
 # BERT-like order: the specials are not where fairseq puts them, so rows must be permuted
 VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(33)]
+# [PAD] at id 2: HF numbers positions from pad_token_id (position p is row 2 + p)
+VOCAB_PAD2 = ["[unused0]", "[unused1]", "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(33)]
+
+#: (ngram, tied embeddings, vocabulary, config fields): HF's defaults for the buckets and
+#: distances in the first two, nothing at its default in the third (pad id 2, 16 buckets up
+#: to distance 20, relu).
+CONFIGS = {
+    "n2-tied": (2, True, VOCAB, {}),
+    "n3-untied": (3, False, VOCAB, {}),
+    "n2-pad2-buckets16": (2, True, VOCAB_PAD2, dict(num_buckets=16, relative_max_distance=20,
+                                                    activation_function="relu")),
+}
 
 
-def _hf_model(tmp_path, ngram, tie=True):
-    torch.manual_seed(0)
-    config = ProphetNetConfig(
-        vocab_size=len(VOCAB), hidden_size=32, encoder_ffn_dim=48, decoder_ffn_dim=40,
+def _hf_model(tmp_path, ngram, tie=True, vocab=VOCAB, **overrides):
+    fields = dict(
+        vocab_size=len(vocab), hidden_size=32, encoder_ffn_dim=48, decoder_ffn_dim=40,
         num_encoder_layers=2, num_decoder_layers=2, num_encoder_attention_heads=4, num_decoder_attention_heads=2,
         ngram=ngram, num_buckets=32, relative_max_distance=128, max_position_embeddings=64,
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=0,
-        bos_token_id=VOCAB.index("[CLS]"), eos_token_id=VOCAB.index("[SEP]"),
-        decoder_start_token_id=VOCAB.index("[SEP]"), tie_word_embeddings=tie,
+        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=vocab.index("[PAD]"),
+        bos_token_id=vocab.index("[CLS]"), eos_token_id=vocab.index("[SEP]"),
+        decoder_start_token_id=vocab.index("[SEP]"), tie_word_embeddings=tie,
     )
-    model = ProphetNetForConditionalGeneration(config).eval()
-    with torch.no_grad():  # random LayerNorm parameters too, so a misplaced one shows,
-        for name, param in model.named_parameters():  # and relative biases that matter
-            if "layer_norm" in name:
-                param.add_(torch.randn_like(param) * 0.3)
-            if "relative_pos_embeddings" in name:
-                param.mul_(RELATIVE_GAIN)
+    fields.update(overrides)
+    model = perturb_parameters(ProphetNetForConditionalGeneration(ProphetNetConfig(**fields)).eval(), seed=0)
     hf_dir = tmp_path / "hf"
     model.save_pretrained(hf_dir)
-    (hf_dir / "prophetnet.tokenizer").write_text("\n".join(VOCAB) + "\n")
+    (hf_dir / "prophetnet.tokenizer").write_text("\n".join(vocab) + "\n")
     return model, hf_dir
 
 
-def _batch(lengths, seed, low=7):
+def _batch(lengths, seed, low=7, vocab=VOCAB):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randint(low, len(VOCAB), (n,), generator=g) for n in lengths]
+    return [torch.randint(low, len(vocab), (n,), generator=g) for n in lengths]
 
 
 def _per_row_predict_bias(self, hidden_states, attn_weights, position_ids, buckets):
@@ -62,10 +68,12 @@ def _per_row_predict_bias(self, hidden_states, attn_weights, position_ids, bucke
     return torch.gather(table, -1, index)  # (B, n, H, T, 2T)
 
 
-def _padded_batch(dictionary, to_ours):
-    sep, pad = VOCAB.index("[SEP]"), VOCAB.index("[PAD]")
-    sources = [torch.cat([s, torch.tensor([sep])]) for s in _batch([9, 5, 12], seed=1)]
-    targets = _batch([6, 9, 3], seed=2)
+def _padded_batch(dictionary, to_ours, vocab=VOCAB):
+    """Sources of 30, 3 and 1 tokens (the last only [SEP]), targets of 1, 12 and 4 tokens."""
+    sep, pad = vocab.index("[SEP]"), vocab.index("[PAD]")
+    low = vocab.index("[MASK]") + 1
+    sources = [torch.cat([s, torch.tensor([sep])]) for s in _batch([29, 2, 0], seed=1, low=low, vocab=vocab)]
+    targets = _batch([1, 12, 4], seed=2, low=low, vocab=vocab)
     src_len, tgt_len = max(len(s) for s in sources), max(len(t) for t in targets) + 1
     # HF: right-padded source with an attention mask; decoder input = [SEP] + target, right-padded
     hf_src, hf_dec = torch.full((3, src_len), pad), torch.full((3, tgt_len), pad)
@@ -82,15 +90,15 @@ def _padded_batch(dictionary, to_ours):
     return hf_src, hf_mask, hf_dec, fs_src, fs_dec
 
 
-def _convert_and_load(tmp_path, ngram, tie):
-    hf, hf_dir = _hf_model(tmp_path, ngram, tie)
+def _convert_and_load(tmp_path, ngram, tie, vocab=VOCAB, **overrides):
+    hf, hf_dir = _hf_model(tmp_path, ngram, tie, vocab, **overrides)
     out = tmp_path / "fairseq"
     path = convert_hf.convert(str(hf_dir), str(out))
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": str(out)})
     dictionary = task.target_dictionary
-    assert len(dictionary) == len(VOCAB)
+    assert len(dictionary) == len(vocab)
     roles = {"[CLS]": dictionary.bos(), "[PAD]": dictionary.pad(), "[SEP]": dictionary.eos(), "[UNK]": dictionary.unk()}
-    to_ours = torch.tensor([roles.get(tok, dictionary.index(tok)) for tok in VOCAB])
+    to_ours = torch.tensor([roles.get(tok, dictionary.index(tok)) for tok in vocab])
     return hf, models[0].eval(), dictionary, to_ours
 
 
@@ -114,10 +122,19 @@ def _hf_incremental_next_token(hf, hf_src, hf_mask, hf_dec):
     return torch.stack(steps, 1)  # (B, T, V)
 
 
-@pytest.fixture(scope="module", params=[(2, True), (3, False)], ids=["n2-tied", "n3-untied"])
+@pytest.fixture(scope="module", params=sorted(CONFIGS))
+def any_config(request, tmp_path_factory):
+    ngram, tie, vocab, overrides = CONFIGS[request.param]
+    return (ngram, vocab) + _convert_and_load(tmp_path_factory.mktemp("convert"), ngram, tie, vocab, **overrides)
+
+
+@pytest.fixture(scope="module", params=["n2-tied", "n3-untied"])
 def converted(request, tmp_path_factory):
-    ngram, tie = request.param
-    return (ngram,) + _convert_and_load(tmp_path_factory.mktemp("convert"), ngram, tie)
+    """The configurations HF's cached decoding runs on: it computes the decoder's position
+    from ``pad_token_id + steps`` and asserts it equals the step count, so a pad id other than
+    0 fails inside HF (its full forward, used for every configuration, does not)."""
+    ngram, tie, vocab, overrides = CONFIGS[request.param]
+    return (ngram,) + _convert_and_load(tmp_path_factory.mktemp("convert"), ngram, tie, vocab, **overrides)
 
 
 def test_next_token_matches_hf_decoding(converted):
@@ -132,12 +149,12 @@ def test_next_token_matches_hf_decoding(converted):
     assert (ours_lp[0, 0, 0] - ours_lp[0, 0, 1]).abs().max() > 1e-3  # positions differ: not a trivial match
 
 
-def test_all_streams_match_hf_full_forward(converted, monkeypatch):
+def test_all_streams_match_hf_full_forward(any_config, monkeypatch):
     """HF's full (training) forward, every stream, with the predicting streams' relative
     bias paired per row as the original ProphetNet pairs it."""
     monkeypatch.setattr(ProphetNetNgramSelfAttention, "get_predict_relative_pos_embeddings", _per_row_predict_bias)
-    ngram, hf, ours, dictionary, to_ours = converted
-    hf_src, hf_mask, hf_dec, fs_src, fs_dec = _padded_batch(dictionary, to_ours)
+    ngram, vocab, hf, ours, dictionary, to_ours = any_config
+    hf_src, hf_mask, hf_dec, fs_src, fs_dec = _padded_batch(dictionary, to_ours, vocab)
     ours_lp = _ours_lprobs(ours, dictionary, to_ours, fs_src, fs_dec)
     with torch.no_grad():
         out = hf(input_ids=hf_src, attention_mask=hf_mask, decoder_input_ids=hf_dec, use_cache=False)
@@ -147,6 +164,7 @@ def test_all_streams_match_hf_full_forward(converted, monkeypatch):
         hf_lp = torch.log_softmax(hf_logits[stream].float(), -1)
         diff = (ours_lp[:, stream] - hf_lp).abs().amax(-1)[real]
         assert diff.max().item() < TOLERANCE, f"stream {stream + 1}: max |diff| {diff.max().item():.2e}"
+    assert out.logits[real].std() > 0.3  # O(1) logits: nothing hides in small numbers
 
 
 def test_hf_full_forward_pairs_bias_rows_wrongly(converted):
@@ -175,3 +193,14 @@ def test_converter_rejects_non_bert_vocab(tmp_path):
         from fairseq_ext.prophetnet.dictionary import read_vocab
 
         read_vocab(str(vocab))
+
+
+def test_converter_refuses_configs_it_cannot_compute():
+    config = ProphetNetConfig(vocab_size=len(VOCAB), hidden_size=32, activation_function="silu").to_dict()
+    with pytest.raises(ValueError, match="activation_function='silu'"):
+        convert_hf.model_args(config)
+    with pytest.raises(ValueError, match="pad_token_id=None"):
+        convert_hf.model_args({**config, "activation_function": "gelu", "pad_token_id": None})
+    args = convert_hf.model_args({**config, "activation_function": "gelu", "pad_token_id": 2,
+                                  "max_position_embeddings": 64})
+    assert (args["max_source_positions"], args["max_target_positions"]) == (61, 60)  # rows 3 .. 63

@@ -16,6 +16,7 @@ import user_dir  # noqa: F401
 from fairseq_ext.prophetnet.loss import ngram_targets, stream_weights
 from fairseq_ext.prophetnet.masks import full_layout
 from fairseq_ext.prophetnet.relative import relative_bucket
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 from user_dir.models.prophetnet import ProphetNetSummModel, prophetnet_summ_tiny
 
@@ -83,6 +84,34 @@ def test_incremental_decoding_matches_full_forward_in_beam_search():
             torch.testing.assert_close(hypo["positional_scores"], full, atol=1e-4, rtol=0)
             checked += len(tokens)
     assert checked > 30
+
+
+def test_cached_decoding_follows_beam_reorders():
+    """Beam search's reorders (within each sentence's beams, after the first step and in the
+    middle of decoding, then a finished sentence leaving the batch): every step's next-token
+    logits equal the full forward over each beam's rows."""
+    model, task = _model(ngram=3, decoder_layers=2)
+    perturb_parameters(model.eval(), seed=6)
+    d = task.target_dictionary
+    net = _sample(d, [9, 6, 1], [1, 1, 1])["net_input"]
+    src = net["src_tokens"].repeat_interleave(BEAMS, 0)
+    lengths = net["src_lengths"].repeat_interleave(BEAMS, 0)
+    prev = _sample(d, [1] * SENTENCES * BEAMS, [REORDER_STEPS] * SENTENCES * BEAMS, seed=7)["net_input"][
+        "prev_output_tokens"]  # a hypothesis per beam
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model(src[rows], lengths[rows], prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
 def test_decoding_computes_only_main_and_next_token_rows():
@@ -153,6 +182,25 @@ def test_padding_never_changes_the_loss():
     torch.testing.assert_close(padded[2]["_stream2_nll"], tight[2]["_stream2_nll"], rtol=1e-6, atol=1e-5)
 
 
+def test_every_length_from_one_token_is_padding_invariant():
+    """Sources of every length from 1 token ([SEP] alone) and targets from 1 token, beside a
+    long row: every stream's logits are those of the row alone."""
+    model, task = _model(ngram=3, decoder_layers=2)
+    perturb_parameters(model.eval(), seed=12)
+    d = task.target_dictionary
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            target = min(length, 6)
+            net = _sample(d, [longest, length], [6, target], seed=length)["net_input"]
+            _, batched = model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])
+            src = net["src_tokens"][1:, -length:]
+            _, alone = model(src, net["src_lengths"][1:], net["prev_output_tokens"][1:, :target])
+            assert torch.isfinite(alone["ngram_logits"]).all()
+            torch.testing.assert_close(batched["ngram_logits"][1:, :, :target], alone["ngram_logits"],
+                                       atol=1e-4, rtol=1e-4)
+
+
 def test_left_padded_decoder_input_is_refused():
     model, task = _model()
     d = task.target_dictionary
@@ -190,3 +238,30 @@ def test_stream_weights_and_targets():
     assert ngram_targets(target, 3, 1).tolist() == [[[10, 11, 12, 13, 2], [1, 11, 12, 13, 2], [1, 1, 12, 13, 2]]]
     spans = ngram_targets(torch.tensor([[10, 11, 12, 13]]), 2, 1, torch.tensor([[0, 0, 2, 2]]))
     assert spans.tolist() == [[[10, 11, 12, 13], [1, 11, 1, 13]]]
+
+
+def test_ignore_prefix_size_keeps_every_stream_s_valid_targets():
+    """--ignore-prefix-size 2, n = 3, targets ``a b c d </s>`` and ``a b </s>``: the n-gram
+    targets are built on the whole target (stream j predicts position i from main positions up
+    to i - j, which may be in the prefix), then the prefix positions are dropped. By hand::
+
+        stream 1:  _ _ | c d </s>        _ _ | </s>
+        stream 2:  _ _ | c d </s>        _ _ | </s>
+        stream 3:  _ _ | c d </s>        _ _ | </s>
+    """
+    d = _dictionary()
+    task = Namespace(source_dictionary=d, target_dictionary=d)
+    a, b, c, e = (d.index(f"w{i}") for i in range(4))
+    pad, eos = d.pad(), d.eos()
+    target = torch.tensor([[a, b, c, e, eos], [a, b, eos, pad, pad]])
+    logits = torch.randn(2, 3, 5, len(d), generator=torch.Generator().manual_seed(0))  # (B, n, T, V)
+    sample = {"target": target}
+    criterion = NgramLanguageLossCriterion(task, sentence_avg=False, label_smoothing=0.0, ignore_prefix_size=2)
+    loss, next_nll, stats = criterion.compute_ngram_loss((None, {"ngram_logits": logits}), sample)
+    assert [count for _, count in stats] == [4, 4, 4]
+    lprobs = torch.log_softmax(logits, -1)
+    kept = [(0, 2, c), (0, 3, e), (0, 4, eos), (1, 2, eos)]  # (row, position, target): every stream
+    by_hand = [-sum(lprobs[row, stream, i, tok] for row, i, tok in kept) for stream in range(3)]
+    for (nll, _), expected in zip(stats, by_hand):
+        torch.testing.assert_close(nll, expected)
+    torch.testing.assert_close(loss, sum(by_hand) / 3)  # gamma 1: every stream weighs 1/3

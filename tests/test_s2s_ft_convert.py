@@ -11,6 +11,7 @@ from fairseq_ext.s2s_ft.convert import convert_hf_state_dict, hf_config_to_ours,
 from fairseq_ext.s2s_ft.model import source_positions
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer
 from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec, join_pieces, minilm_dir, write_fairseq_dictionary
+from parity import perturb_parameters
 
 transformers = pytest.importorskip("transformers")  # the independent oracle (pinned in requirements)
 
@@ -22,6 +23,7 @@ TINY = dict(
 
 
 def ours_from_hf(hf_model, token_map=None):
+    perturb_parameters(hf_model, seed=0)
     config = hf_model.config.to_dict()
     vocab = hf_model.config.vocab_size
     token_map = torch.arange(vocab) if token_map is None else token_map
@@ -32,10 +34,12 @@ def ours_from_hf(hf_model, token_map=None):
 
 
 def padded_batch(vocab, pad, low=5):
+    """Rows of 30, 4 and 1 tokens, right-padded."""
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(low, vocab, (3, 9), generator=g)
-    ids[1, 6:] = pad
-    ids[2, 3:] = pad
+    ids = torch.randint(low, vocab, (3, 30), generator=g)
+    ids[ids == pad] = low
+    ids[1, 4:] = pad
+    ids[2, 1:] = pad
     return ids
 
 
@@ -49,6 +53,7 @@ def compare(body, hf_model, ours_ids, hf_ids, pad, hf_position_offset=0, types=N
             input_ids=hf_ids, attention_mask=keep.long(), token_type_ids=types,
             position_ids=positions + hf_position_offset,
         ).last_hidden_state  # fmt: skip
+    assert theirs[keep].abs().mean() > 0.3  # O(1) outputs: nothing hides in small numbers
     torch.testing.assert_close(ours[keep], theirs[keep], atol=TOL, rtol=0)
 
 
@@ -59,7 +64,7 @@ def test_bert_parity_random_tiny():
     assert left == ["lm_head.bias", "lm_head.dense.bias", "lm_head.dense.weight",
                     "lm_head.layer_norm.bias", "lm_head.layer_norm.weight"]  # fmt: skip
     ids = padded_batch(TINY["vocab_size"], hf.config.pad_token_id)
-    types = (torch.arange(9) >= 5).long().expand(3, 9)
+    types = (torch.arange(30) >= 3).long().expand(3, 30)
     compare(body, hf, ids, ids, hf.config.pad_token_id, types=types)
 
 
@@ -74,6 +79,7 @@ def test_bert_mlm_head_parity_random_tiny():
         ours = body.logits(body.forward_packed(ids, positions, torch.zeros_like(ids), ids.ne(0)[:, None, None, :]))
         theirs = hf(input_ids=ids, attention_mask=ids.ne(0).long(), position_ids=positions).logits
     keep = ids.ne(0)
+    assert theirs[keep].std() > 0.3
     torch.testing.assert_close(ours[keep], theirs[keep], atol=TOL, rtol=0)
 
 
@@ -88,6 +94,75 @@ def test_roberta_parity_random_tiny():
     assert body.cfg.max_positions == 40 and body.cfg.type_vocab_size == 2
     ours_ids = padded_batch(TINY["vocab_size"], config.pad_token_id)
     compare(body, hf, ours_ids, token_map[ours_ids], config.pad_token_id, hf_position_offset=config.pad_token_id + 1)
+
+
+def test_bert_parity_unusual_config():
+    """Nothing at its default: epsilon 1e-5, three token types, [PAD] at id 3, another
+    vocabulary order, 40 positions."""
+    config = transformers.BertConfig(**TINY, layer_norm_eps=1e-5, type_vocab_size=3, pad_token_id=3)
+    hf = transformers.BertForMaskedLM(config).eval()
+    token_map = torch.randperm(TINY["vocab_size"], generator=torch.Generator().manual_seed(1))
+    token_map[token_map == 3], token_map[1] = token_map[1].clone(), 3  # our pad (1) plays HF's [PAD] (3)
+    body, left = ours_from_hf(hf, token_map)
+    assert left == [] and body.cfg.layer_norm_eps == 1e-5 and body.cfg.type_vocab_size == 3
+    ours_ids = padded_batch(TINY["vocab_size"], 1)
+    hf_ids = token_map[ours_ids]
+    types = (torch.arange(30) % 3).expand(3, 30)
+    keep = ours_ids.ne(1)
+    positions, _ = source_positions(ours_ids, 1)
+    with torch.no_grad():
+        hidden = body.forward_packed(ours_ids, positions, types, keep[:, None, None, :])
+        ours = body.logits(hidden)[..., token_map.argsort()]  # columns in HF id order
+        theirs = hf(input_ids=hf_ids, attention_mask=keep.long(), token_type_ids=types, position_ids=positions).logits
+    assert theirs[keep].std() > 0.3
+    torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-4, rtol=0)
+
+
+#: config fields (with a value) under which the same parameters compute another function, or
+#: parameters the model has no place for
+UNSUPPORTED = {
+    "hidden_act": "gelu_new",
+    "is_decoder": True,
+    "add_cross_attention": True,
+    "position_embedding_type": "relative_key",
+    "tie_word_embeddings": False,
+}
+
+
+@pytest.mark.parametrize("field", sorted(UNSUPPORTED))
+def test_unsupported_configs_are_refused_by_name(field):
+    config = {**transformers.BertConfig(**TINY).to_dict(), "model_type": "bert", field: UNSUPPORTED[field]}
+    with pytest.raises(ValueError, match=field):
+        hf_config_to_ours(config, TINY["vocab_size"], 0)
+
+
+def test_an_untied_mlm_decoder_is_refused():
+    """The output projection is tied to the word embeddings: a checkpoint whose decoder
+    differs would silently lose it."""
+    torch.manual_seed(3)
+    hf = transformers.BertForMaskedLM(transformers.BertConfig(**TINY)).eval()
+    config = hf.config.to_dict()
+    state = dict(hf.state_dict())
+    state["cls.predictions.decoder.weight"] = torch.randn_like(state["cls.predictions.decoder.weight"])
+    body = S2SFTTransformer(hf_config_to_ours(config, TINY["vocab_size"], 0))
+    with pytest.raises(ValueError, match="decoder.weight"):
+        convert_hf_state_dict(state, config, torch.arange(TINY["vocab_size"]), body.state_dict())
+
+
+def test_loading_into_a_model_built_with_another_epsilon_is_refused(tmp_path):
+    """RoBERTa's epsilon is 1e-5, the model's default BERT's 1e-12: same parameters, other
+    function; --init-from-hf names the flag instead of loading."""
+    config = transformers.RobertaConfig(**{**TINY, "max_position_embeddings": 42}, type_vocab_size=1,
+                                        layer_norm_eps=1e-5)  # as roberta-base's config.json
+    hf = transformers.RobertaModel(config, add_pooling_layer=False)
+    hf.save_pretrained(tmp_path)
+    vocab = {f"w{i}": i for i in range(TINY["vocab_size"])}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    symbols = list(vocab)
+    body = S2SFTTransformer(hf_config_to_ours(config.to_dict(), len(symbols), 1))
+    body.cfg.layer_norm_eps = 1e-12
+    with pytest.raises(ValueError, match="--layer-norm-eps"):
+        load_pretrained(body, tmp_path, symbols)
 
 
 def test_minilm_parity_real_weights(tmp_path):

@@ -10,6 +10,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.s2s_ft.masks import pseudo_masked_attention_mask, seq2seq_attention_mask
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
 
 VOCAB = 40
@@ -105,6 +106,64 @@ def test_cached_decoding_equals_full_forward(method):
             assert logits.shape == (2, 1, len(d))
             keep = prev[:, step].ne(d.pad())  # only real steps are comparable
             torch.testing.assert_close(logits[keep, 0], full[keep, step], atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
+def test_cached_decoding_follows_beam_reorders(method):
+    """Beam search's reorders (within each sentence's beams, after the first step and in the
+    middle of decoding, then a finished sentence leaving the batch): every step equals the full
+    forward over each beam's rows."""
+    model, d = make_model(method)
+    perturb_parameters(model, seed=5)
+    g = torch.Generator().manual_seed(5)
+    src = torch.full((SENTENCES, 9), d.pad())
+    for row, n in enumerate((9, 4, 1)):  # left-padded sources ending with </s>
+        src[row, 9 - n:] = torch.randint(d.nspecial, VOCAB, (n,), generator=g)
+        src[row, -1] = d.eos()
+    src = src.repeat_interleave(BEAMS, 0)
+    prev = torch.randint(d.nspecial, VOCAB, (len(src), REORDER_STEPS), generator=g)  # a hypothesis per beam
+    prev[:, 0] = d.eos()
+    lengths = src.ne(d.pad()).sum(1)
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model.decoder(prev[rows], model.encoder(src[rows], lengths[rows]))
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["causal", "pseudo"])
+def test_every_length_from_one_token_is_padding_invariant(method):
+    """Sources of every length from 1 token (</s> alone) and targets from 1 token, beside a
+    long row: the logits are those of the row alone."""
+    model, d = make_model(method)
+    perturb_parameters(model, seed=13)
+    g = torch.Generator().manual_seed(13)
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            target = min(length, 6)
+            src = torch.full((2, longest), d.pad())
+            for row, n in enumerate((longest, length)):
+                src[row, longest - n:] = torch.randint(d.nspecial, VOCAB, (n,), generator=g)
+                src[row, -1] = d.eos()
+            prev = torch.full((2, 6), d.pad())
+            prev[0] = torch.randint(d.nspecial, VOCAB, (6,), generator=g)
+            prev[1, :target] = torch.randint(d.nspecial, VOCAB, (target,), generator=g)
+            prev[:, 0] = d.eos()
+            lengths = src.ne(d.pad()).sum(1)
+            batched, _ = model.decoder(prev, model.encoder(src, lengths))
+            alone, _ = model.decoder(prev[1:, :target], model.encoder(src[1:, -length:], lengths[1:]))
+            assert torch.isfinite(alone).all()
+            torch.testing.assert_close(batched[1:, :target], alone, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("method", ["causal", "pseudo"])

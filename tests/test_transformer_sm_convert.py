@@ -8,6 +8,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPTLMHeadModel
 
 import user_dir  # noqa: F401  (registers the plugin)
+from fairseq.data import Dictionary
 from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
 from fairseq_ext.transformer_sm.convert import (
     convert_state_dict,
@@ -16,19 +17,33 @@ from fairseq_ext.transformer_sm.convert import (
     main,
     model_args_from_hf,
 )
+from parity import perturb_parameters
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import TransformerSMTask, TransformerSMTaskConfig
 
 VOCAB, POSITIONS = 60, 64
 SIZES = dict(n_embd=32, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=POSITIONS)
+#: parity configurations: the released activations (GPT-2 gelu_new; GPT-1 afn "gelu", the tanh
+#: approximation in GPT-1's own table) and configurations unlike the defaults
+CONFIGS = {
+    "gpt2": ("gpt2", {}),
+    "openai-gpt": ("openai-gpt", {}),
+    "gpt2-relu-ffn48": ("gpt2", {"activation_function": "relu", "n_inner": 48}),
+    "gpt2-exact-gelu": ("gpt2", {"activation_function": "gelu"}),
+    "openai-gpt-relu": ("openai-gpt", {"afn": "relu"}),
+}
+
+
+def hf_model(kind, seed=0, **overrides):
+    if kind == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(**SIZES, bos_token_id=0, eos_token_id=0, **overrides))
+    else:
+        model = OpenAIGPTLMHeadModel(OpenAIGPTConfig(**SIZES, **overrides))
+    return perturb_parameters(model.eval(), seed=seed)
 
 
 def hf_models():
-    torch.manual_seed(0)
-    gpt2 = GPT2LMHeadModel(GPT2Config(**SIZES, bos_token_id=0, eos_token_id=0)).eval()
-    torch.manual_seed(0)
-    gpt = OpenAIGPTLMHeadModel(OpenAIGPTConfig(**SIZES)).eval()
-    return {"gpt2": gpt2, "openai-gpt": gpt}
+    return {"gpt2": hf_model("gpt2"), "openai-gpt": hf_model("openai-gpt")}
 
 
 def hf_config(model):
@@ -37,9 +52,22 @@ def hf_config(model):
     return config
 
 
-def build(hf, source_embeddings, mode="continue"):
-    dictionary = hf_vocabulary_dictionary(VOCAB)
+def shuffled_dictionary(seed=0):
+    """The HF ids in another order, with symbols GPT lacks in between (new rows)."""
+    dictionary = Dictionary()
+    order = torch.randperm(VOCAB, generator=torch.Generator().manual_seed(seed)).tolist()
+    for i, hf_id in enumerate(order):
+        dictionary.add_symbol(str(hf_id))
+        if i == 10:
+            dictionary.add_symbol("madeupword")
     dictionary.add_symbol(DELIMITER)
+    return dictionary
+
+
+def build(hf, source_embeddings, mode="continue", dictionary=None):
+    if dictionary is None:
+        dictionary = hf_vocabulary_dictionary(VOCAB)
+        dictionary.add_symbol(DELIMITER)
     task = TransformerSMTask(TransformerSMTaskConfig(), dictionary, dictionary)
     config = hf_config(hf)
     args = model_args_from_hf(config)
@@ -58,20 +86,32 @@ def models():
     return hf_models()
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "openai-gpt"])
-def test_converted_weights_match_transformers(models, kind):
-    hf = models[kind]
-    model, dictionary, _ = build(hf, source_embeddings=False)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_converted_weights_match_transformers(name):
+    """Perturbed weights, a dictionary in another order than HF's ids, and a padded batch of
+    very different article and summary lengths (right-padded articles, the gap masked):
+    every real position's next-token logits equal HF's on that row alone."""
+    kind, overrides = CONFIGS[name]
+    hf = hf_model(kind, seed=1, **overrides)
+    model, dictionary, _ = build(hf, source_embeddings=False, dictionary=shuffled_dictionary())
     assert model.cfg.normalize_before == (kind == "gpt2")
+    to_ours = torch.tensor([dictionary.index(str(i)) for i in range(VOCAB)])  # HF id -> our index
     gen = torch.Generator().manual_seed(3)
-    ids = torch.randint(0, VOCAB, (2, 30), generator=gen)  # (B, T) Hugging Face ids
+    lengths = [(25, 3), (4, 20), (1, 1)]  # (article, summary) per row
+    rows = [torch.randint(0, VOCAB, (a + s,), generator=gen) for a, s in lengths]
+    pad = dictionary.pad()
+    article = torch.full((3, max(a for a, _ in lengths)), pad)
+    summary = torch.full((3, max(s for _, s in lengths)), pad)
+    for b, (a, s) in enumerate(lengths):
+        article[b, :a] = to_ours[rows[b][:a]]
+        summary[b, :s] = to_ours[rows[b][a:]]
     with torch.no_grad():
-        expected = hf(ids).logits  # (B, T, VOCAB)
-        ours_ids = ids + dictionary.nspecial  # symbol "i" sits at index i + 4
-        summary_logits, extra = model(ours_ids[:, :18], None, ours_ids[:, 18:], article_logits=True)
-        ours = torch.cat([extra["article_logits"], summary_logits], dim=1)  # (B, T, |dict|)
-    hf_columns = torch.arange(VOCAB) + dictionary.nspecial
-    torch.testing.assert_close(ours[..., hf_columns], expected, atol=1e-5, rtol=1e-5)
+        summary_logits, extra = model(article, None, summary, article_logits=True)
+        for b, (a, s) in enumerate(lengths):
+            expected = hf(rows[b].unsqueeze(0)).logits[0]  # (a + s, VOCAB)
+            ours = torch.cat([extra["article_logits"][b, :a], summary_logits[b, :s]])[:, to_ours]
+            assert expected.abs().mean() > 0.3  # O(1) logits: nothing hides in small numbers
+            torch.testing.assert_close(ours, expected, atol=1e-4, rtol=1e-5)
 
 
 def test_converted_source_embeddings_follow_the_gpt_word_norms(models):
@@ -93,6 +133,23 @@ def test_unsupported_configs_are_refused(models):
         model_args_from_hf({**config, "model_type": "llama"})
     with pytest.raises(ValueError, match="scaling"):
         model_args_from_hf({**config, "scale_attn_by_inverse_layer_idx": True})
+    with pytest.raises(ValueError, match="activation_function='silu'"):
+        model_args_from_hf({**config, "activation_function": "silu"})
+    with pytest.raises(ValueError, match="afn='swish'"):
+        model_args_from_hf({**hf_config(models["openai-gpt"]), "afn": "swish"})
+
+
+def test_released_activations_are_the_tanh_gelu(models):
+    """GPT-1 and GPT-2 both use the tanh approximation (fairseq's gelu_accurate)."""
+    assert model_args_from_hf(hf_config(models["gpt2"]))["activation_fn"] == "gelu_accurate"
+    assert model_args_from_hf(hf_config(models["openai-gpt"]))["activation_fn"] == "gelu_accurate"
+    from fairseq import options
+
+    for arch in ("transformer_sm_gpt", "transformer_sm_gpt2"):  # the named sizes follow the released models
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            "data", "--user-dir", user_dir.hub.USER_DIR, "--task", "transformer_sm", "--arch", arch,
+            "--criterion", "transformer_sm"])  # fmt: skip
+        assert args.activation_fn == "gelu_accurate", arch
 
 
 def test_cli_writes_a_checkpoint_that_fairseq_train_finetunes(models, tmp_path):

@@ -18,6 +18,7 @@ import user_dir  # noqa: F401  (registers the plugin)
 from fairseq_ext.transformer_sm import article_targets, causal_mask, mean_row_norm, summary_positions
 from fairseq_ext.transformer_sm.data import ArticleDataset
 from fairseq_ext.fairseq_fixes import PrefixNGramRepeatBlock
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.criterions.transformer_sm import TransformerSMCriterion
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import DELIMITER, TransformerSMTask, TransformerSMTaskConfig
@@ -73,11 +74,13 @@ def test_causal_mask_picture():
     assert torch.isinf(mask[0, 1]) and mask[0, 1] < 0
 
 
-def test_article_targets_end_with_the_delimiter():
-    pad, delim = 1, 99
-    article = torch.tensor([[0, 5, 6, 7], [0, 8, pad, pad]])
-    expected = torch.tensor([[5, 6, 7, delim], [8, delim, pad, pad]])
-    assert torch.equal(article_targets(article, pad, delim), expected)
+def test_article_targets_never_include_the_delimiter():
+    """The paper and the authors' code (loss mask 0 at the delimiter): the last article token
+    predicts nothing."""
+    pad = 1
+    article = torch.tensor([[0, 5, 6, 7], [0, 8, pad, pad], [0, pad, pad, pad]])
+    expected = torch.tensor([[5, 6, 7, pad], [8, pad, pad, pad], [pad, pad, pad, pad]])
+    assert torch.equal(article_targets(article, pad), expected)
 
 
 def test_summary_positions_restart_and_continue():
@@ -176,21 +179,29 @@ def test_incremental_decoding_equals_full_forward(task, mode, normalize_before):
     )
 
 
-def test_incremental_state_follows_beam_reordering(task):
-    """Reorder the cache after the first step (as beam search does): scores stay those of a
-    full pass over the reordered rows."""
-    model = make_model(task)
-    article, prev, _ = make_batch(task, summary_lengths=(5, 5, 5))
-    order = torch.tensor([2, 0, 0])
+@pytest.mark.parametrize("mode", ["restart", "continue"])
+def test_incremental_state_follows_beam_reordering(task, mode):
+    """Beam search's reorders (within each sentence's beams, after the first step and in the
+    middle of decoding, then a finished sentence leaving the batch): the scores stay those of a
+    full pass over each beam's rows."""
+    model = perturb_parameters(make_model(task, summary_positions=mode), seed=4)
+    article, _, _ = make_batch(task, article_lengths=(10, 7, 1))
+    article = article.repeat_interleave(BEAMS, 0)
+    _, prev, _ = make_batch(task, article_lengths=(2,) * SENTENCES * BEAMS,
+                            summary_lengths=(REORDER_STEPS,) * SENTENCES * BEAMS, seed=5)  # a hypothesis per beam
     with torch.no_grad():
-        full, _ = model(article[order], None, prev[order])
-        encoder_out, state = model.encoder(article), {}
-        steps = [model.decoder(prev[:, :1], encoder_out, incremental_state=state)[0][order]]
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
-        for t in range(1, prev.size(1)):
-            steps.append(model.decoder(prev[order, : t + 1], encoder_out, incremental_state=state)[0])
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+        live = {"encoder_out": model.encoder(article), "state": {}}
+
+        def step(t, rows):
+            return model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])[0][:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(article), prev.size(1), BEAM_REORDERS)
+        full, _ = model(article[rows], None, prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
 def test_padding_does_not_change_the_scores(task):
@@ -200,6 +211,23 @@ def test_padding_does_not_change_the_scores(task):
         batched, _ = model(article, None, prev)
         alone, _ = model(article[1:, :5], None, prev[1:, :6])
     torch.testing.assert_close(batched[1:, :6], alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["restart", "continue"])
+def test_every_length_from_one_token_is_padding_invariant(task, mode):
+    """Articles and summaries of every length from 1 token (the article <s> alone, the summary
+    <delim> alone) beside a long row: the scores are those of the row alone."""
+    model = perturb_parameters(make_model(task, summary_positions=mode), seed=11)
+    longest = 12
+    with torch.no_grad():
+        for length in range(1, longest + 1):
+            summary = min(length, 8)
+            article, prev, _ = make_batch(task, article_lengths=(longest, length), summary_lengths=(8, summary),
+                                          seed=length)
+            batched, _ = model(article, None, prev)
+            alone, _ = model(article[1:, :length], None, prev[1:, :summary])
+            assert torch.isfinite(alone).all()
+            torch.testing.assert_close(batched[1:, :summary], alone, atol=1e-4, rtol=1e-4)
 
 
 def test_joint_row_is_one_causal_language_model(task):
@@ -253,20 +281,25 @@ def test_ett_is_label_smoothed_cross_entropy_on_the_summary(task):
     assert log["summary_ntokens"] == sample["ntokens"]
 
 
-def test_dat_is_the_language_model_loss_of_the_joint_row(task):
+def test_dat_is_the_language_model_loss_of_article_and_summary_tokens(task):
     model = make_model(task)
     article, prev, target = make_batch(task, article_lengths=(8, 8), summary_lengths=(5, 5))
     sample = _sample(task, article, prev, target)
     dat = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="dat")
     loss, size, log = dat(model, sample)
-    # independent computation: next-token NLL over <s> a.. <delim> s.. </s>, <s> never predicted
+    # independent computation: next-token NLL over <s> a.. <delim> s.. </s>; <s> is never
+    # predicted, nor is <delim> (the authors' loss mask is 0 there): article and summary only
     with torch.no_grad():
         summary_logits, extra = model(article, None, prev, article_logits=True)
     logits = torch.cat([extra["article_logits"], summary_logits], 1)
     row = torch.cat([article, prev[:, :1], target], 1)  # (B, M + 1 + N)
-    expected = F.cross_entropy(logits.transpose(1, 2), row[:, 1:], reduction="sum")
+    targets = row[:, 1:].clone()
+    m = article.size(1)
+    assert (targets[:, m - 1] == task.delimiter_index).all()
+    targets[:, m - 1] = -100  # the last article position would predict <delim>
+    expected = F.cross_entropy(logits.transpose(1, 2), targets, reduction="sum", ignore_index=-100)
     torch.testing.assert_close(loss, expected, atol=1e-4, rtol=1e-5)
-    assert size == row[:, 1:].numel() == log["ntokens"]
+    assert size == row[:, 1:].numel() - row.size(0) == log["ntokens"]
     assert log["summary_ntokens"] == target.numel()
 
 

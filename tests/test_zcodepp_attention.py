@@ -11,15 +11,28 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
 import user_dir  # noqa: F401  (registers zcodepp)
-from fairseq_ext.zcodepp.convert import deberta_v2_to_encoder_state
+from fairseq_ext.zcodepp.convert import encoder_options, load_deberta_v2
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.relative_position import log_bucket_position, relative_position_index
-from user_dir.models.zcodepp import zcodepp_tiny_architecture
+from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, incremental_with_reorders, perturb_parameters
+from user_dir.models.zcodepp import ZCodeppModel, zcodepp_tiny_architecture
 
 VOCAB, DIM, HEADS, LAYERS, FFN = 60, 32, 4, 3, 64
 BUCKETS, MAX_DISTANCE = 16, 32
 TOL = 1e-5
+PAD = 1
+
+#: HF config fields of the parity configurations. "v3": what released DeBERTa-v3 checkpoints
+#: use (256 buckets, max_relative_positions -1 = max_position_embeddings 512, epsilon 1e-7,
+#: the "p2c|c2p" string); "unusual": nothing at its default (8 buckets up to distance 40,
+#: epsilon 1e-3, the tanh GELU).
+PARITY_CONFIGS = {
+    "v3": dict(position_buckets=256, max_relative_positions=-1, max_position_embeddings=512,
+               layer_norm_eps=1e-7, pos_att_type="p2c|c2p", hidden_act="gelu"),
+    "unusual": dict(position_buckets=8, max_relative_positions=40, layer_norm_eps=1e-3,
+                    pos_att_type=["c2p", "p2c"], hidden_act="gelu_new"),
+}
 
 
 def dictionary(size=VOCAB):
@@ -29,27 +42,38 @@ def dictionary(size=VOCAB):
     return d
 
 
-def hf_config():
-    return DebertaV2Config(
+def hf_config(**overrides):
+    fields = dict(
         vocab_size=VOCAB, hidden_size=DIM, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
         intermediate_size=FFN, hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         relative_attention=True, position_buckets=BUCKETS, max_relative_positions=MAX_DISTANCE,
         pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm",
-        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-5, pad_token_id=1,
+        position_biased_input=False, type_vocab_size=0, layer_norm_eps=1e-5, pad_token_id=PAD,
     )
+    fields.update(overrides)
+    return DebertaV2Config(**fields)
 
 
-def build_encoder(fie_chunk_size=0, fie_global_layers=1, layers=LAYERS):
+def build_encoder(fie_chunk_size=0, fie_global_layers=1, layers=LAYERS, **options):
     args = Namespace(
         encoder_embed_dim=DIM, encoder_ffn_embed_dim=FFN, encoder_layers=layers, encoder_attention_heads=HEADS,
         rel_pos_buckets=BUCKETS, max_relative_positions=MAX_DISTANCE, dropout=0.0, attention_dropout=0.0,
-        fie_chunk_size=fie_chunk_size, fie_global_layers=fie_global_layers,
+        fie_chunk_size=fie_chunk_size, fie_global_layers=fie_global_layers, encoder_layer_norm_eps=1e-5,
     )
+    for name, value in options.items():
+        setattr(args, name, value)
     zcodepp_tiny_architecture(args)
     cfg = TransformerConfig.from_namespace(args)
     d = dictionary()
     embed = torch.nn.Embedding(len(d), DIM, padding_idx=d.pad())
     return ZCodeEncoder(cfg, d, embed).eval()
+
+
+def converted(hf):
+    """Our encoder with the options the HF config needs, loaded with the HF weights."""
+    options = encoder_options(hf.config)
+    encoder = build_encoder(**{k: v for k, v in options.items() if k != "encoder_layers"})
+    return load_deberta_v2(encoder, hf.state_dict(), hf.config)
 
 
 def random_tokens(lengths, pad=1, left_pad=False, generator=None):
@@ -87,8 +111,7 @@ def test_bad_bucket_config_is_an_error():
 
 
 def test_attention_matches_hf_disentangled_self_attention():
-    torch.manual_seed(0)
-    hf = HFAttention(hf_config()).eval()
+    hf = perturb_parameters(HFAttention(hf_config()).eval(), seed=0)
     ours = DisentangledSelfAttention(DIM, HEADS).eval()
     for name in ("q", "k", "v"):
         hf_proj = getattr(hf, {"q": "query_proj", "k": "key_proj", "v": "value_proj"}[name])
@@ -108,32 +131,33 @@ def test_attention_matches_hf_disentangled_self_attention():
     torch.testing.assert_close(our_out[real], hf_out[real], atol=TOL, rtol=0)
 
 
-def test_encoder_matches_hf_deberta_v2_model():
-    torch.manual_seed(0)
-    hf = DebertaV2Model(hf_config()).eval()
-    encoder = build_encoder()
-    missing, unexpected = encoder.load_state_dict(deberta_v2_to_encoder_state(hf.state_dict()), strict=False)
-    assert not unexpected
-    assert set(missing) == {"version"}
-    tokens = random_tokens([50, 37, 12])
+@pytest.mark.parametrize("name", sorted(PARITY_CONFIGS))
+def test_encoder_matches_hf_deberta_v2_model(name):
+    """Every weight perturbed, a padded batch of very different lengths (300 tokens: past the
+    exact range of 256 buckets and past the log range of 8 buckets)."""
+    hf = perturb_parameters(DebertaV2Model(hf_config(**PARITY_CONFIGS[name])).eval(), seed=0)
+    encoder = converted(hf)
+    tokens = random_tokens([300, 37, 1], generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        hf_out = hf(tokens, attention_mask=tokens.ne(1).long()).last_hidden_state
+        hf_out = hf(tokens, attention_mask=tokens.ne(PAD).long()).last_hidden_state
         our_out = encode(encoder, tokens)
-    real = tokens.ne(1)
+    real = tokens.ne(PAD)
+    assert hf_out[real].abs().mean() > 0.3  # O(1) outputs: nothing hides in small numbers
     torch.testing.assert_close(our_out[real], hf_out[real], atol=TOL, rtol=0)
 
 
 def test_encoder_gradients_match_hf():
-    torch.manual_seed(1)
-    hf = DebertaV2Model(hf_config()).train(False)
-    encoder = build_encoder()
-    encoder.load_state_dict(deberta_v2_to_encoder_state(hf.state_dict()), strict=False)
-    tokens = random_tokens([20, 14])
-    real = tokens.ne(1)
+    hf = perturb_parameters(DebertaV2Model(hf_config(**PARITY_CONFIGS["unusual"])).train(False), seed=1)
+    encoder = converted(hf)
+    tokens = random_tokens([20, 14], generator=torch.Generator().manual_seed(1))
+    real = tokens.ne(PAD)
     hf(tokens, attention_mask=real.long()).last_hidden_state[real].pow(2).sum().backward()
     encode(encoder, tokens)[real].pow(2).sum().backward()
     ours = encoder.layers[0].self_attn.k_proj.weight.grad
     theirs = hf.encoder.layer[0].attention.self.key_proj.weight.grad
+    torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
+    ours = encoder.rel_layer_norm.weight.grad
+    theirs = hf.encoder.LayerNorm.weight.grad
     torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
@@ -187,3 +211,75 @@ def test_fie_any_length(length):
 def test_fie_bad_config_is_an_error():
     with pytest.raises(ValueError, match="fie-global-layers"):
         build_encoder(fie_chunk_size=8, fie_global_layers=LAYERS + 1)
+
+
+def test_each_layer_draws_its_own_dropout_mask_for_the_relative_table():
+    """DeBERTa drops out the relative table in every layer (``pos_dropout``), each with its own
+    mask; the table each layer's position keys are computed from shows which mask it got."""
+    encoder = build_encoder(dropout=0.5).train()
+    tables = []
+    hooks = [layer.self_attn.k_proj.register_forward_hook(
+        lambda module, args, out: tables.append(args[0]) if args[0].dim() == 2 else None)
+        for layer in encoder.layers]  # fmt: skip
+    torch.manual_seed(5)
+    encode(encoder, random_tokens([9, 4]))
+    for hook in hooks:
+        hook.remove()
+    assert len(tables) == LAYERS
+    dropped = [table.eq(0) for table in tables]  # (2S, C) each
+    assert all(0.3 < mask.float().mean() < 0.7 for mask in dropped)
+    assert not any(torch.equal(dropped[i], dropped[j]) for i in range(LAYERS) for j in range(i))
+
+
+@pytest.mark.parametrize("fie_chunk_size", [0, 8])
+def test_every_length_from_one_token_is_padding_invariant(fie_chunk_size):
+    """Lengths 1 .. three FiE chunks + 2, each alone and right/left-padded beside the longest."""
+    encoder = build_encoder(fie_chunk_size=fie_chunk_size, fie_global_layers=1)
+    perturb_parameters(encoder, seed=6)
+    longest = 3 * 8 + 2
+    generator = torch.Generator().manual_seed(6)
+    for length in range(1, longest + 1):
+        tokens = random_tokens([length], generator=generator)
+        alone = encode(encoder, tokens)[0]  # (T, C)
+        assert torch.isfinite(alone).all()
+        for left_pad in (False, True):
+            batch = random_tokens([longest, length], left_pad=left_pad, generator=generator)
+            batch[1] = PAD
+            if left_pad:
+                batch[1, longest - length:] = tokens[0]
+            else:
+                batch[1, :length] = tokens[0]
+            in_batch = encode(encoder, batch)[1][batch[1].ne(PAD)]
+            torch.testing.assert_close(in_batch, alone, atol=TOL, rtol=0)
+
+
+def test_incremental_decoding_follows_beam_reorders():
+    """The whole model (disentangled encoder, standard decoder), perturbed: step-by-step
+    decoding with beam search's reorders (within each sentence's beams, after the first step
+    and in the middle of decoding, then a finished sentence leaving the batch) equals the full
+    forward over each beam's rows."""
+    d = dictionary()
+    args = Namespace(max_source_positions=64, max_target_positions=32, dropout=0.0, attention_dropout=0.0,
+                     fie_chunk_size=8)
+    zcodepp_tiny_architecture(args)
+    model = ZCodeppModel.build_model(args, Namespace(source_dictionary=d, target_dictionary=d)).eval()
+    perturb_parameters(model, seed=9)
+    src = random_tokens([30, 5, 1], left_pad=True, generator=torch.Generator().manual_seed(9))
+    src = src.repeat_interleave(BEAMS, 0)
+    lengths = src.ne(PAD).sum(1)
+    prev = torch.randint(4, VOCAB, (len(src), REORDER_STEPS), generator=torch.Generator().manual_seed(10))
+    prev[:, 0] = d.eos()
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        full, _ = model(src[rows], lengths[rows], prev[rows])
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)

@@ -123,6 +123,10 @@ class GlobalBlockAttention(nn.Module):
         batch, heads, length, dim = q.shape
         n_blocks = length // block_size
         n_global = min(self.num_global, block_size)
+        if n_global == block_size:
+            # every token is global (a block no longer than the global count, e.g. a short
+            # input's single block): full attention, and no regular queries left to attend
+            return _attend(q, k, v, ~padding_mask.view(batch, 1, 1, length), self.dropout, self.training)
         blocked_pad = padding_mask.view(batch, n_blocks, block_size)  # (B, n, w)
         qb, kb, vb = _blocks(q, block_size), _blocks(k, block_size), _blocks(v, block_size)
 
@@ -153,6 +157,38 @@ class GlobalBlockAttention(nn.Module):
 
 
 MECHANISMS = ("block", "overlapping", "global")
+#: ``--encoder-attention`` choices: the block cores, or BART's own full attention.
+ENCODER_ATTENTIONS = MECHANISMS + ("full",)
+
+
+def check_encoder_options(encoder_attention, block_size, global_tokens, pooling_layers, encoder_layers,
+                          pooling_kernel, pooling_stride, pooling_padding):
+    """Raise ``ValueError`` naming the flag when BART-LS encoder options do not make a model.
+
+    Called where a model is built and where a checkpoint is converted, so that a bad value
+    fails at once instead of when the checkpoint is loaded (e.g. ``--pooling-layers`` above the
+    encoder depth would name negative layers)."""
+    if encoder_attention not in ENCODER_ATTENTIONS:
+        raise ValueError(f"--encoder-attention {encoder_attention!r}: choose one of {ENCODER_ATTENTIONS}")
+    if block_size < 1:
+        raise ValueError(f"--block-size must be positive, got {block_size}")
+    if not 0 <= pooling_layers <= encoder_layers:
+        raise ValueError(
+            f"--pooling-layers {pooling_layers} must be between 0 and --encoder-layers {encoder_layers}"
+        )
+    if encoder_attention == "full" and pooling_layers:
+        raise ValueError("--encoder-attention full is BART's encoder; use --pooling-layers 0 with it")
+    if encoder_attention == "overlapping" and block_size % 2:
+        raise ValueError(f"--encoder-attention overlapping needs an even --block-size, got {block_size}")
+    if encoder_attention == "global" and not 0 < global_tokens < block_size:
+        raise ValueError(f"--global-tokens {global_tokens} must be in [1, --block-size {block_size})")
+    if pooling_layers:
+        if pooling_kernel < 1 or pooling_stride < 1:
+            raise ValueError(f"--pooling-kernel {pooling_kernel} and --pooling-stride {pooling_stride} "
+                             "must be positive")
+        if not 0 <= 2 * pooling_padding <= pooling_kernel:
+            raise ValueError(f"--pooling-padding {pooling_padding} must be between 0 and half "
+                             f"--pooling-kernel {pooling_kernel}")
 
 
 def build_block_core(mechanism, num_global=64, dropout=0.0):

@@ -26,6 +26,7 @@ import torch
 from fairseq.data import Dictionary
 
 from ..checkpoint import safe_load
+from .attention import ENCODER_ATTENTIONS, check_encoder_options
 from .pooling import PooledAttention
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ def extend_bart_state_dict(state, *, padding_idx, dict_size, max_source_position
                            encoder_layers, embed_dim, heads, pooling_layers=0, pooling_kernel=18,
                            pooling_stride=12, pooling_padding=9, seed=0):
     """A BART model state dict -> a BART-LS one (a new dict; the input is not modified)."""
+    if not 0 <= pooling_layers <= encoder_layers:
+        raise ValueError(
+            f"--pooling-layers {pooling_layers} must be between 0 and the BART encoder's {encoder_layers} layers"
+        )
+    if num_sentinels < 0:
+        raise ValueError(f"--num-sentinels must be >= 0, got {num_sentinels}")
     out = dict(state)
     generator = torch.Generator().manual_seed(seed)
     for key in POSITION_KEYS:
@@ -88,6 +95,8 @@ def convert_checkpoint(bart_path, dict_path, out_path, arch, max_source_position
     """Read a fairseq BART checkpoint, write the BART-LS checkpoint; returns the new state."""
     state = safe_load(bart_path)  # raw, as fairseq-train saved it
     model_cfg = state["cfg"]["model"]
+    check_encoder_options(encoder_attention, block_size, global_tokens, pooling_layers, model_cfg.encoder_layers,
+                          pooling_kernel, pooling_stride, pooling_padding)
     dictionary = Dictionary.load(str(dict_path))
     state["model"] = extend_bart_state_dict(
         state["model"], padding_idx=dictionary.pad(), dict_size=len(dictionary),
@@ -120,7 +129,8 @@ def main(argv=None):
     parser.add_argument("--max-source-positions", type=int, default=16384, help="long encoder length")
     parser.add_argument("--num-sentinels", type=int, default=256,
                         help="sentinel rows to append (must equal the pre-training task's --num-sentinels)")
-    parser.add_argument("--encoder-attention", default="block", help="block | overlapping | global | full")
+    parser.add_argument("--encoder-attention", default="block", choices=ENCODER_ATTENTIONS,
+                        help="encoder self-attention of the BART-LS model")
     parser.add_argument("--block-size", type=int, default=1024, help="attention block size")
     parser.add_argument("--global-tokens", type=int, default=64, help="global tokens per block")
     parser.add_argument("--pooling-layers", type=int, default=4, help="top encoder layers with pooled attention")

@@ -11,10 +11,12 @@ so that ``fairseq-generate OUT --user-dir user_dir --path OUT/checkpoint.pt`` an
 ``--restore-file OUT/checkpoint.pt`` fine-tuning work on data binarized with that dictionary.
 
 What changes on the way (facts of the public code, see REFERENCE_NOTES): embedding rows are
-permuted from BERT ids to fairseq indices; position rows move by fairseq's padding offset
-(HF position p, 1-based, is row ``padding_idx + p`` here); the stream embeddings are rolled
+permuted from BERT ids to fairseq indices; position rows move from HF's padding offset to
+fairseq's (HF numbers 1-based position p as row ``pad_token_id + p``, fairseq as row
+``padding_idx + p``, whatever the config's ``pad_token_id``); the stream embeddings are rolled
 by one row (HF feeds stream k the row ``k - 1`` mod n, here stream k gets row k); attention,
-feed-forward and LayerNorm weights are renamed only.
+feed-forward and LayerNorm weights are renamed only. The activation is read from the config
+(:data:`fairseq_ext.hf_compat.HF_ACTIVATIONS`; another one is refused by name).
 """
 
 import argparse
@@ -25,6 +27,7 @@ import os
 import torch
 
 from ..checkpoint import safe_load
+from ..hf_compat import fairseq_activation
 from .dictionary import build_dictionary, fairseq_order, read_vocab, write_dictionary
 
 logger = logging.getLogger(__name__)
@@ -51,12 +54,24 @@ def load_hf_dir(hf_dir, vocab=None):
     return config, state, read_vocab(vocab)
 
 
+def hf_padding_idx(config):
+    """The row of HF's position tables before position 1 (``pad_token_id``; HF's default 0)."""
+    pad = config.get("pad_token_id", 0)
+    if not isinstance(pad, int) or pad < 0:
+        raise ValueError(f"pad_token_id={pad!r}: HF ProphetNet numbers positions from it, it must be an id >= 0")
+    return pad
+
+
 def model_args(config):
     """Command-line sizes of ``prophetnet_summ`` equal to an HF ProphetNet config."""
     if config.get("model_type", "prophetnet") != "prophetnet":
         raise ValueError(f"not a ProphetNet config (model_type={config.get('model_type')})")
     hidden = config["hidden_size"]
-    positions = config["max_position_embeddings"]
+    # HF position rows pad_token_id + 1 .. max_position_embeddings - 1 are positions 1, 2, ...
+    positions = config["max_position_embeddings"] - hf_padding_idx(config)
+    if positions < 3:
+        raise ValueError(f"max_position_embeddings={config['max_position_embeddings']} leaves no position "
+                         f"after pad_token_id={config.get('pad_token_id', 0)}")
     return {
         "encoder_embed_dim": hidden, "decoder_embed_dim": hidden,
         "encoder_ffn_embed_dim": config["encoder_ffn_dim"], "decoder_ffn_embed_dim": config["decoder_ffn_dim"],
@@ -65,10 +80,10 @@ def model_args(config):
         "decoder_attention_heads": config["num_decoder_attention_heads"],
         "ngram": config["ngram"], "num_buckets": config["num_buckets"],
         "relative_max_distance": config["relative_max_distance"],
-        "activation_fn": config.get("activation_function", "gelu"),
+        "activation_fn": fairseq_activation(config, "activation_function", default="gelu"),
         "dropout": config.get("dropout", 0.1), "attention_dropout": config.get("attention_dropout", 0.1),
         "activation_dropout": config.get("activation_dropout", 0.1),
-        # HF position row 0 is padding; the decoder's predicting streams use one row more
+        # the decoder's predicting streams use one position more
         "max_source_positions": positions - 1, "max_target_positions": positions - 2,
     }
 
@@ -91,17 +106,19 @@ def sharing(state):
             "share_decoder_input_output_embed": torch.equal(output, decoder)}
 
 
-def _positions(hf_rows, num_rows, padding_idx):
-    """HF rows (row p = 1-based position p) -> fairseq rows (row padding_idx + p)."""
+def _positions(hf_rows, num_rows, padding_idx, hf_padding_idx):
+    """HF rows (row ``hf_padding_idx + p`` = 1-based position p) -> fairseq rows (row
+    ``padding_idx + p``); ``num_rows`` rows, the padding row and the rows before it zero."""
     out = hf_rows.new_zeros(num_rows, hf_rows.size(1))
-    usable = min(hf_rows.size(0), num_rows - padding_idx)
-    out[padding_idx + 1: padding_idx + usable] = hf_rows[1:usable]
+    usable = min(hf_rows.size(0) - hf_padding_idx, num_rows - padding_idx)  # padding row + positions
+    out[padding_idx + 1: padding_idx + usable] = hf_rows[hf_padding_idx + 1: hf_padding_idx + usable]
     return out
 
 
 def convert_state_dict(state, config, tokens, padding_idx):
     """HF state dict -> state dict of :class:`ProphetNetSummModel` (same sizes)."""
     args = model_args(config)
+    hf_pad = hf_padding_idx(config)
     order = torch.tensor(fairseq_order(tokens))
     if len(tokens) != config["vocab_size"]:
         raise ValueError(f"vocabulary has {len(tokens)} tokens, the config says vocab_size={config['vocab_size']}")
@@ -113,10 +130,10 @@ def convert_state_dict(state, config, tokens, padding_idx):
         "decoder.output_projection.weight": output,
         "encoder.embed_positions.weight": _positions(
             state["prophetnet.encoder.position_embeddings.weight"],
-            args["max_source_positions"] + padding_idx + 1, padding_idx),
+            args["max_source_positions"] + padding_idx + 1, padding_idx, hf_pad),
         "decoder.embed_positions.weight": _positions(
             state["prophetnet.decoder.position_embeddings.weight"],
-            args["max_target_positions"] + 2 + padding_idx, padding_idx),
+            args["max_target_positions"] + 2 + padding_idx, padding_idx, hf_pad),
         "decoder.ngram_embeddings.weight": torch.roll(state["prophetnet.decoder.ngram_embeddings.weight"], 1, 0),
     }
     for side, ours in (("encoder", "encoder.layernorm_embedding"), ("decoder", "decoder.layernorm_embedding")):

@@ -12,7 +12,14 @@ need care:
 
 A checkpoint without an MLM head (e.g. a sentence encoder such as all-MiniLM-L6-v2) leaves the
 head's dense/LayerNorm/bias at their initialization; the output projection is always tied to
-the word embeddings.
+the word embeddings (an untied decoder in the checkpoint is refused).
+
+The config is read beside the weights: the model computes BERT's encoder (exact GELU, absolute
+positions, bidirectional attention, no cross-attention) with the checkpoint's LayerNorm epsilon,
+token types and position offset; a config under which the same parameters compute another
+function (``hidden_act`` other than ``gelu``, ``is_decoder``, ``add_cross_attention``,
+``position_embedding_type`` other than ``absolute``, ``tie_word_embeddings`` false) is refused,
+naming the field, and ``--init-from-hf`` refuses a model built with another ``--layer-norm-eps``.
 
     python -m fairseq_ext.s2s_ft.convert --hf-dir MODEL_DIR --dict data/x/bin/dict.source.txt \\
         --out minilm_s2s_ft.pt
@@ -52,6 +59,11 @@ HEAD_NAMES = {  # BERT's cls.predictions / RoBERTa's lm_head
     "lm_head.layer_norm": "lm_head.layer_norm",
 }
 HEAD_BIASES = ("cls.predictions.bias", "lm_head.bias")
+#: config fields whose other values change what the same parameters compute (a causal mask,
+#: cross-attention, relative positions, an untied output layer); the value s2s-ft implements
+UNSUPPORTED_FIELDS = {"is_decoder": False, "add_cross_attention": False, "position_embedding_type": "absolute",
+                      "tie_word_embeddings": True}
+DECODER_WEIGHTS = ("cls.predictions.decoder.weight", "lm_head.decoder.weight")
 IGNORED = ("pooler.", "embeddings.position_ids", "embeddings.token_type_ids", "cls.seq_relationship",
            "cls.predictions.decoder.", "lm_head.decoder.")  # fmt: skip
 
@@ -63,6 +75,10 @@ def hf_config_to_ours(hf_config: dict, vocab_size: int, padding_idx: int, type_v
         raise ValueError(f"only BERT and RoBERTa checkpoints convert, got model_type={model_type!r}")
     if hf_config.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"hidden_act {hf_config['hidden_act']!r} is not supported (gelu only)")
+    for field, expected in UNSUPPORTED_FIELDS.items():
+        if hf_config.get(field, expected) != expected:
+            raise ValueError(f"{field}={hf_config[field]!r} is not supported: s2s-ft converts BERT/RoBERTa "
+                             f"encoders with {field}={expected!r}")
     offset = position_offset(hf_config)
     return S2SFTTransformerConfig(
         vocab_size=vocab_size,
@@ -125,6 +141,11 @@ def convert_hf_state_dict(
     Returns ``(state_dict, names_left_at_init)``.
     """
     state = {name.split(".", 1)[1] if name.startswith(PREFIXES) else name: value for name, value in hf_state.items()}
+    words = state.get("embeddings.word_embeddings.weight")
+    for name in DECODER_WEIGHTS:
+        if name in state and words is not None and not torch.equal(state[name], words):
+            raise ValueError(f"{name} differs from the word embeddings: s2s-ft ties its output layer to them, "
+                             "an untied checkpoint does not convert")
     offset = position_offset(hf_config)
     out = {}
     unused = []
@@ -205,6 +226,11 @@ def load_pretrained(body, directory, symbols: List[str]) -> List[str]:
                 f"{directory} has {field}={getattr(expected, field)} but the model has "
                 f"{getattr(body.cfg, field)}: pick the matching --arch"
             )
+    if expected.layer_norm_eps != body.cfg.layer_norm_eps:
+        raise ValueError(
+            f"{directory} has layer_norm_eps={expected.layer_norm_eps} but the model was built with "
+            f"{body.cfg.layer_norm_eps}: pass --layer-norm-eps {expected.layer_norm_eps}"
+        )
     if body.cfg.max_positions > expected.max_positions:
         raise ValueError(f"{directory} has {expected.max_positions} positions, the model wants {body.cfg.max_positions}")
     token_map = hf_token_map(symbols, vocab, config["model_type"])

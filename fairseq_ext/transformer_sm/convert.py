@@ -15,9 +15,12 @@ with ``fairseq-preprocess --srcdict OUT/dict.txt --tgtdict OUT/dict.txt``. The s
 embeddings are new and drawn against the converted word embeddings (half their mean norm).
 
 Layout facts used (checked by the parity tests against ``transformers``): GPT-2 blocks are
-pre-LayerNorm with a final ``ln_f`` and tanh-gelu; GPT-1 blocks are post-LayerNorm with exact
-gelu and no final norm; ``Conv1D`` weights are ``(in, out)``, i.e. transposed ``nn.Linear``
-weights; ``c_attn`` packs the query, key and value projections in that order.
+pre-LayerNorm with a final ``ln_f``; GPT-1 blocks are post-LayerNorm with no final norm; both
+use the tanh approximation of GELU as released (GPT-2's ``activation_function`` ``gelu_new``;
+GPT-1's ``afn`` ``gelu``, which in GPT-1's own activation table *is* the tanh approximation,
+fairseq's ``gelu_accurate``); the activation is read from the config and an unknown one is
+refused. ``Conv1D`` weights are ``(in, out)``, i.e. transposed ``nn.Linear`` weights;
+``c_attn`` packs the query, key and value projections in that order.
 """
 
 import argparse
@@ -30,13 +33,12 @@ import torch
 from fairseq.data import Dictionary
 
 from ..checkpoint import safe_load
+from ..hf_compat import HF_ACTIVATIONS, OPENAI_GPT_ACTIVATIONS, fairseq_activation
 from .embedding import init_source_embeddings
 from .layout import DELIMITER
 
 logger = logging.getLogger(__name__)
 
-#: Hugging Face activation names -> fairseq's.
-ACTIVATIONS = {"gelu_new": "gelu_accurate", "gelu_pytorch_tanh": "gelu_accurate", "gelu": "gelu", "relu": "relu"}
 #: The only LayerNorm epsilon fairseq's LayerNorm uses.
 LAYER_NORM_EPS = 1e-5
 MODEL_TYPES = ("gpt2", "openai-gpt")
@@ -47,9 +49,10 @@ def model_args_from_hf(config):
     kind = config.get("model_type")
     if kind not in MODEL_TYPES:
         raise ValueError(f"only {MODEL_TYPES} checkpoints can be converted, got model_type={kind!r}")
-    activation = config["activation_function"] if kind == "gpt2" else config["afn"]
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation {activation!r} has no fairseq equivalent ({sorted(ACTIVATIONS)})")
+    if kind == "gpt2":
+        activation = fairseq_activation(config, "activation_function", HF_ACTIVATIONS, default="gelu_new")
+    else:  # GPT-1's own table: its "gelu" is the tanh approximation
+        activation = fairseq_activation(config, "afn", OPENAI_GPT_ACTIVATIONS, default="gelu")
     if abs(config.get("layer_norm_epsilon", LAYER_NORM_EPS) - LAYER_NORM_EPS) > 1e-12:
         raise ValueError(
             f"fairseq's LayerNorm uses eps={LAYER_NORM_EPS}, the checkpoint {config['layer_norm_epsilon']}"
@@ -66,7 +69,7 @@ def model_args_from_hf(config):
         "attention_heads": config["n_head"],
         "max_positions": config["n_positions"],
         "normalize_before": kind == "gpt2",
-        "activation_fn": ACTIVATIONS[activation],
+        "activation_fn": activation,
         "dropout": config.get("resid_pdrop", 0.1),
         "attention_dropout": config.get("attn_pdrop", 0.1),
         "embed_dropout": config.get("embd_pdrop", 0.1),

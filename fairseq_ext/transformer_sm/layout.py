@@ -64,13 +64,14 @@ def joint_positions(article_tokens, summary_tokens, pad, mode="restart"):
     )  # (B, M + N)
 
 
-def article_targets(article_tokens, pad, delim):
-    """Next-token targets of a right-padded article: each token predicts the next one and
-    the last real token predicts the delimiter (domain-adaptive training's article half)::
+def article_targets(article_tokens, pad):
+    """Next-token targets of a right-padded article (domain-adaptive training's article half):
+    each token predicts the next article token, and the last one predicts nothing; the paper
+    trains on article and summary tokens only, and the authors' loss mask is 0 at the
+    delimiter, so ``<delim>`` is never a target::
 
-        input   <s> a1 a2 pad
-        target  a1  a2 <delim> pad
+        input   <s> a1 a2  pad
+        target  a1  a2 pad pad
     """
-    following = torch.cat([article_tokens[:, 1:], article_tokens.new_full((article_tokens.size(0), 1), pad)], dim=1)
-    is_last = article_tokens.ne(pad) & following.eq(pad)  # (B, M)
-    return following.masked_fill(is_last, delim)  # (B, M)
+    following = article_tokens[:, 1:]  # (B, M - 1)
+    return torch.cat([following, article_tokens.new_full((article_tokens.size(0), 1), pad)], dim=1)  # (B, M)

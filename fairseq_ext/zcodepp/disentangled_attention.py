@@ -12,7 +12,9 @@ with ``Kr = P W_k`` and ``Qr = P W_q``: the position keys and queries go through
 projections (DeBERTa-v3's ``share_att_key``), biases included. As in DeBERTa's public code, p2c
 gathers with ``-bucket(i - j)`` (the paper writes ``delta(j, i)``; the two agree because the
 buckets are odd-symmetric). Scores are summed in fp32 and the detached row maximum is subtracted
-before the masked softmax (DeBERTa's fp16 safety).
+before the masked softmax (DeBERTa's fp16 safety). Each attention module drops out the shared
+relative table with its own mask (``position_dropout``), as DeBERTa's ``pos_dropout`` does in
+every layer.
 """
 
 import math
@@ -66,11 +68,13 @@ class DisentangledSelfAttention(nn.Module):
         embed_dim: model width C.
         num_heads: H; ``C % H == 0``.
         dropout: dropout on the attention weights.
+        position_dropout: dropout on the relative table, drawn in every call (DeBERTa's
+            ``pos_dropout``, at the hidden dropout rate).
     """
 
     SCORE_TERMS = 3  # c2c + c2p + p2c: each term is scaled by 1/sqrt(3 d)
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, position_dropout=0.0):
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
@@ -83,6 +87,7 @@ class DisentangledSelfAttention(nn.Module):
         self.v_proj = nn.Linear(embed_dim, embed_dim)
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.dropout = nn.Dropout(dropout)
+        self.position_dropout = nn.Dropout(position_dropout)
 
     def _heads(self, x):
         """(..., L, C) -> (..., H, L, D), contiguous (one copy here, none in the matmuls)."""
@@ -93,8 +98,8 @@ class DisentangledSelfAttention(nn.Module):
         Args:
             x: (B, T, C) hidden states.
             key_padding_mask: (B, T) True at padding.
-            rel_embeddings: (2S, C) relative position table, LayerNormed (and dropped out) by the
-                encoder.
+            rel_embeddings: (2S, C) relative position table, LayerNormed by the encoder; dropped
+                out here.
             position_index: (T, T) from :func:`~.relative_position.relative_position_index`.
 
         Returns:
@@ -103,6 +108,7 @@ class DisentangledSelfAttention(nn.Module):
         query = self._heads(self.q_proj(x) * self.scaling)  # (B, H, T, D)
         key = self._heads(self.k_proj(x))  # (B, H, T, D)
         value = self._heads(self.v_proj(x))  # (B, H, T, D)
+        rel_embeddings = self.position_dropout(rel_embeddings)  # (2S, C), this layer's own mask
         pos_query = self._heads(self.q_proj(rel_embeddings) * self.scaling)  # (H, 2S, D)
         pos_key = self._heads(self.k_proj(rel_embeddings))  # (H, 2S, D)
         scores = disentangled_scores(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)

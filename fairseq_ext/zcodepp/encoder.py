@@ -8,9 +8,10 @@ first ``L - fie_global_layers`` layers are *local* (attention within chunks of
 layers are ordinary layers of the same encoder, so a checkpoint trained without FiE is used
 with FiE as is (the paper initializes both from the encoder's weights).
 
-The configuration object is fairseq's ``TransformerConfig`` carrying four extra fields (see
+The configuration object is fairseq's ``TransformerConfig`` carrying five extra fields (see
 ``user_dir/models/zcodepp.py``): ``rel_pos_buckets``, ``max_relative_positions``,
-``fie_chunk_size`` and ``fie_global_layers``.
+``encoder_layer_norm_eps`` (every LayerNorm of the encoder; DeBERTa-v3 uses 1e-7, fairseq
+1e-5), ``fie_chunk_size`` and ``fie_global_layers``.
 """
 
 from fairseq.models.transformer import TransformerEncoderBase
@@ -26,11 +27,19 @@ from .relative_position import relative_position_index
 class DisentangledEncoderLayer(TransformerEncoderLayerBase):
     """fairseq's encoder layer (post- or pre-LayerNorm, FFN) around disentangled attention.
 
-    Works on (B, T, C); takes the relative table and position index from the encoder.
+    Works on (B, T, C); takes the relative table and position index from the encoder. Its
+    LayerNorms use ``cfg.encoder_layer_norm_eps``.
     """
 
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.self_attn_layer_norm = LayerNorm(self.embed_dim, eps=cfg.encoder_layer_norm_eps, export=cfg.export)
+        self.final_layer_norm = LayerNorm(self.embed_dim, eps=cfg.encoder_layer_norm_eps, export=cfg.export)
+
     def build_self_attention(self, embed_dim, cfg):
-        return DisentangledSelfAttention(embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout)
+        return DisentangledSelfAttention(
+            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, position_dropout=cfg.dropout
+        )
 
     def forward(self, x, padding_mask, rel_embeddings, position_index):
         """x (B, T, C), padding_mask (B, T) True at padding -> (B, T, C)."""
@@ -70,11 +79,18 @@ class ZCodeEncoder(TransformerEncoderBase):
             )
         self.rel_pos_buckets = cfg.rel_pos_buckets
         self.max_relative_positions = cfg.max_relative_positions
+        self.attention_heads = cfg.encoder.attention_heads
+        self.layer_norm_eps = cfg.encoder_layer_norm_eps
+        self.activation_fn_name = cfg.activation_fn
         self.fie_chunk_size = cfg.fie_chunk_size
         self.fie_global_layers = cfg.fie_global_layers
         embed_dim = embed_tokens.embedding_dim
+        if self.layernorm_embedding is not None:
+            self.layernorm_embedding = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
+        if self.layer_norm is not None:
+            self.layer_norm = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
         self.rel_embeddings = nn.Embedding(2 * cfg.rel_pos_buckets, embed_dim)  # (2S, C)
-        self.rel_layer_norm = LayerNorm(embed_dim, export=cfg.export)
+        self.rel_layer_norm = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
 
     def build_encoder_layer(self, cfg):
         return DisentangledEncoderLayer(cfg)
@@ -103,7 +119,7 @@ class ZCodeEncoder(TransformerEncoderBase):
         order, inverse = right_align(padding_mask)
         x = gather_time(x, order)  # (B, T, C), real tokens first
         aligned_padding = padding_mask.gather(1, order)  # (B, T)
-        rel_embeddings = self.dropout_module(self.rel_layer_norm(self.rel_embeddings.weight))  # (2S, C)
+        rel_embeddings = self.rel_layer_norm(self.rel_embeddings.weight)  # (2S, C); each layer drops out its own
         global_index = None
 
         states = []

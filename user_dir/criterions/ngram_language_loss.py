@@ -7,7 +7,9 @@ target tokens, so with ``--ngram 1`` (or ``--disable-ngram-loss``) the loss is e
 fairseq's ``label_smoothed_cross_entropy``. The public code weights every stream 1 and
 divides by the token count of all streams, which is the same objective at gamma = 1 up to
 the first positions of the later streams (excluded here, as eq. 3 excludes them), and
-smooths with ``eps / V`` instead of fairseq's ``eps / (V - 1)``.
+smooths with ``eps / V`` instead of fairseq's ``eps / (V - 1)``. ``--ignore-prefix-size k``
+drops the first ``k`` positions of every stream after its targets are built, so streams 2..n
+keep every target they can see a main-stream token for.
 """
 
 import math
@@ -69,16 +71,14 @@ class NgramLanguageLossCriterion(LabelSmoothedCrossEntropyCriterion):
             raise ValueError("ngram_language_loss needs a model whose decoder returns extra['ngram_logits'] "
                              "(--arch prophetnet_summ_*)")
         logits = extra["ngram_logits"]  # (B, n, T, V)
-        target = sample["target"]  # (B, T)
-        segment_start = sample.get("target_segment_start")
-        if self.ignore_prefix_size > 0:
-            logits = logits[:, :, self.ignore_prefix_size:]
-            target = target[:, self.ignore_prefix_size:]
-            if segment_start is not None:
-                segment_start = (segment_start[:, self.ignore_prefix_size:] - self.ignore_prefix_size).clamp(min=0)
         ngram = logits.size(1)
+        # the n-gram targets of the whole target first: stream j at position i sees the main
+        # stream up to i - j, which may lie in the prefix; then the prefix positions are dropped
+        targets = ngram_targets(sample["target"], ngram, self.padding_idx, sample.get("target_segment_start"))
+        if self.ignore_prefix_size > 0:
+            logits = logits[:, :, self.ignore_prefix_size:]  # (B, n, T - k, V)
+            targets = targets[:, :, self.ignore_prefix_size:]  # (B, n, T - k)
         lprobs = utils.log_softmax(logits, dim=-1)  # (B, n, T, V)
-        targets = ngram_targets(target, ngram, self.padding_idx, segment_start)  # (B, n, T)
         weights = stream_weights(ngram, self.ngram_gamma, self.disable_ngram_loss)
         loss, next_nll, stats = None, None, []
         for stream, weight in enumerate(weights):

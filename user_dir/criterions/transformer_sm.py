@@ -1,7 +1,9 @@
 """``transformer_sm`` criterion: the two training objectives of Transformer-SM (paper Sec. 3).
 
-* ``--mode dat`` (domain-adaptive training, Eq. 4): next-token loss on every article token
-  (the last one predicts ``<delim>``), every summary token and the end token;
+* ``--mode dat`` (domain-adaptive training, Eq. 4): next-token loss on the article tokens
+  (each predicted from the one before; ``<delim>`` is never a target: the paper trains on
+  article and summary tokens, the authors' loss mask is 0 at the delimiter), every summary
+  token and the end token;
 * ``--mode ett`` (end-task training, Eq. 5): loss on the summary tokens and the end token only,
   which is ``label_smoothed_cross_entropy`` on the decoder output.
 
@@ -62,7 +64,6 @@ class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
             raise ValueError("--dat-epochs N (N >= 0) schedules DAT before ETT and goes with --mode ett")
         self.mode = mode
         self.dat_epochs = dat_epochs
-        self.delimiter_index = task.delimiter_index
         self._announced = None
 
     def domain_adaptive(self):
@@ -103,7 +104,7 @@ class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
         """Label-smoothed next-token loss over the article positions; ``(loss, nll, count)``."""
         logits = net_output[1]["article_logits"]  # (B, M, V)
         lprobs = model.get_normalized_probs((logits, None), log_probs=True)  # (B, M, V)
-        target = article_targets(sample["net_input"]["src_tokens"], self.padding_idx, self.delimiter_index)  # (B, M)
+        target = article_targets(sample["net_input"]["src_tokens"], self.padding_idx)  # (B, M)
         loss, nll_loss = label_smoothed_nll_loss(
             lprobs.view(-1, lprobs.size(-1)), target.view(-1), self.eps, ignore_index=self.padding_idx, reduce=reduce
         )

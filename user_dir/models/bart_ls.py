@@ -23,12 +23,15 @@ from fairseq.models.transformer import TransformerConfig, TransformerEncoder
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
-from fairseq_ext.bart_ls.attention import MECHANISMS, BlockSparseSelfAttention, build_block_core
+from fairseq_ext.bart_ls.attention import (
+    ENCODER_ATTENTIONS,
+    BlockSparseSelfAttention,
+    build_block_core,
+    check_encoder_options,
+)
 from fairseq_ext.bart_ls.pooling import PooledAttention
 
 logger = logging.getLogger(__name__)
-
-ENCODER_ATTENTIONS = MECHANISMS + ("full",)
 
 
 @dataclass
@@ -58,16 +61,10 @@ class BartLSConfig(FairseqDataclass):
 
 
 def _check(args):
-    if args.pooling_layers < 0 or args.pooling_layers > args.encoder_layers:
-        raise ValueError(
-            f"--pooling-layers {args.pooling_layers} must be between 0 and --encoder-layers {args.encoder_layers}"
-        )
-    if args.encoder_attention == "full" and args.pooling_layers:
-        raise ValueError("--encoder-attention full is BART's encoder; use --pooling-layers 0 with it")
-    if args.encoder_attention == "overlapping" and args.block_size % 2:
-        raise ValueError(f"--encoder-attention overlapping needs an even --block-size, got {args.block_size}")
-    if args.encoder_attention == "global" and not 0 < args.global_tokens < args.block_size:
-        raise ValueError(f"--global-tokens {args.global_tokens} must be in [1, --block-size {args.block_size})")
+    check_encoder_options(
+        args.encoder_attention, args.block_size, args.global_tokens, args.pooling_layers, args.encoder_layers,
+        args.pooling_kernel, args.pooling_stride, args.pooling_padding,
+    )
 
 
 class BartLSEncoderLayer(TransformerEncoderLayerBase):

@@ -13,7 +13,7 @@ is presented to fairseq as an encoder-decoder pair:
   them; later steps feed one summary token against that cache. Since attention is causal, the
   summary scores are those of one forward pass over the joint sequence.
 
-Sizes: ``transformer_sm_gpt`` is the paper's (GPT-1: 12 layers, 768, 12 heads, post-LN, gelu,
+Sizes: ``transformer_sm_gpt`` is the paper's (GPT-1: 12 layers, 768, 12 heads, post-LN, tanh-gelu,
 512 positions); ``transformer_sm_gpt2`` the GPT-2 small layout (pre-LN with a final LayerNorm,
 tanh-gelu, 1024 positions) for converted GPT-2 weights; ``--no-source-embeddings`` is the
 paper's Transformer-LM ablation. Positions of the summary restart at 0 by default, as in the
@@ -59,7 +59,8 @@ class TransformerSMConfig(FairseqDataclass):
                   "off: post-LayerNorm blocks (GPT-1, the paper's model)"},
     )
     activation_fn: ChoiceEnum(utils.get_available_activation_fns()) = field(
-        default="gelu", metadata={"help": "feed-forward activation (GPT-1: gelu, GPT-2: gelu_accurate)"}
+        default="gelu", metadata={"help": "feed-forward activation (GPT-1 and GPT-2: gelu_accurate, the tanh "
+                                  "approximation of gelu)"}
     )
     dropout: float = field(default=0.1, metadata={"help": "residual dropout (GPT's resid_pdrop)"})
     attention_dropout: float = field(default=0.1, metadata={"help": "attention dropout (attn_pdrop)"})
@@ -295,14 +296,14 @@ def _set_default(args, name, value):
 
 @register_model_architecture("transformer_sm", "transformer_sm_gpt")
 def transformer_sm_gpt(args):
-    """The paper's size: GPT-1 (12 layers, 768 wide, 12 heads, post-LN, gelu, 512 positions)."""
+    """The paper's size: GPT-1 (12 layers, 768 wide, 12 heads, post-LN, tanh-gelu, 512 positions)."""
     _set_default(args, "embed_dim", 768)
     _set_default(args, "ffn_embed_dim", 4 * args.embed_dim)
     _set_default(args, "layers", 12)
     _set_default(args, "attention_heads", 12)
     _set_default(args, "max_positions", 512)
     _set_default(args, "normalize_before", False)
-    _set_default(args, "activation_fn", "gelu")
+    _set_default(args, "activation_fn", "gelu_accurate")  # GPT-1's gelu is the tanh approximation
 
 
 @register_model_architecture("transformer_sm", "transformer_sm_gpt2")

@@ -39,6 +39,10 @@ class ZCodeppConfig(FairseqDataclass):
     max_relative_positions: int = field(
         default=512, metadata={"help": "distance that maps to the last log bucket; DeBERTa-v3: 512"}
     )
+    encoder_layer_norm_eps: float = field(
+        default=1e-5, metadata={"help": "epsilon of every encoder LayerNorm; DeBERTa-v3 checkpoints: 1e-7 "
+                                "(fairseq's 1e-5 is the default, as models trained here use)"}
+    )
     fie_chunk_size: int = field(
         default=0, metadata={"help": "fusion-in-encoder chunk size l for the local layers (256 or 512 in "
                              "the paper); 0 = plain encoder"}
