@@ -113,7 +113,7 @@ def _bart_ls_convert(path, data):
 
     return main(["--bart", str(path), "--dict", str(data / "dict.source.txt"), "--out", str(path.parent / "ls.pt"),
                  "--arch", "bart_ls_tiny", "--max-source-positions", "512", "--num-sentinels", "4",
-                 "--block-size", "64", "--global-tokens", "4"])
+                 "--block-size", "64", "--global-tokens", "4", "--pooling-layers", "1"])
 
 
 def _zcodepp_export(path, data):
