@@ -11,11 +11,11 @@ WordPiece model, :mod:`fairseq_ext.scoring.validation`), usable as ``--best-chec
 bleu``. ROUGE and BLEU score the same hypotheses, generated once per validation batch.
 """
 
-import json
 import logging
 import os
 from argparse import Namespace
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import torch
@@ -197,7 +197,7 @@ class AbstractiveSummarizationTask(TranslationTask):
             logger.info(f"validation BLEU: sacrebleu {bleu_signature(self.bleu_metric)}")
         return model
 
-    @property
+    @cached_property
     def bleu_metric(self):
         """sacrebleu's BLEU as the command line computes it (``--eval-tokenized-bleu``: no
         tokenization of the decoded text)."""
