@@ -185,7 +185,7 @@ def test_window_holds_the_answer_and_its_sentence_when_it_fits(budget):
     sentence = "The answer is here in the middle sentence."
     assert kept == (budget >= len(sentence.split()))
     if kept:
-        assert sentence in " ".join(context.split()[:0] + words) or sentence in text
+        assert sentence in text
 
 
 def test_window_keeps_the_beginning_when_the_answer_sentence_is_early():

@@ -131,7 +131,9 @@ def test_every_documented_command_runs(tmp_path):
         ref = tmp_path / "data" / "squad_qg" / "raw" / "test.target" if family == "prophetnet" else runs / family / "test.ref"
         assert f"{scores['bleu']:.2f}" == sacrebleu_cli(ref, runs / family / "test.hyp")
         assert (runs / family / "checkpoint_best.pt").is_file()
-        assert "bleu" in (runs / family / "train.log").read_text()
+        log = (runs / family / "train.log").read_text()
+        assert "validation BLEU: sacrebleu nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in log
+        assert re.search(r"valid on 'valid' subset .*\| bleu \d", log)
     # the scoring block: our line and the sacrebleu command line's JSON agree
     ours = next(o for o in outputs if o.startswith("BLEU-4"))
     ours_bleu = ours.split()[1]
