@@ -46,6 +46,14 @@ REPAIRS = {
     "missing_paper": "papers skipped: no json file for the id (aclsum_long)",
     "empty_body": "papers skipped: empty body text (aclsum_long)",
     "empty_abstract": "papers skipped: empty abstract (aclsum_long)",
+    "missing_field": "SQuAD entries skipped: a required field missing or of the wrong type",
+    "no_answer": "questions skipped: no answer (SQuAD 2.0 unanswerable)",
+    "empty_question": "questions skipped: empty question text",
+    "answer_offset": "answers whose answer_start missed the text (re-found in the passage)",
+    "answer_not_found": "questions skipped: the answer text is not in the passage",
+    "answer_too_long": "questions skipped: the answer alone exceeds --max-source-tokens",
+    "truncated_passage": "passages cut to --max-source-tokens around the answer's sentence",
+    "answer_sentence_cut": "of those, windows too short for the answer's sentence (answer kept)",
 }
 """Every repair :func:`clean_pairs` and :func:`clean_documents` can make, with its unit."""
 

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import squad
 from .binarize import binarize
 from .cleaning import REPAIRS, DataError, Report, clean_documents, clean_pairs
 from .corpora import SPLITS, PairSplit, load_aclsum, load_aclsum_long, load_pair_dir, load_wiki
@@ -37,7 +38,13 @@ PAIR_REPAIRS = (
     "invalid_utf8", "crlf", "nul", "control", "empty_pair", "truncated_source", "truncated_target",
 )  # fmt: skip
 TEXT_REPAIRS = ("invalid_utf8", "crlf", "nul", "control", "empty_line", "empty_document")
-READER_REPAIRS = {"aclsum_long": ("missing_paper", "empty_body", "empty_abstract")}
+READER_REPAIRS = {
+    "aclsum_long": ("missing_paper", "empty_body", "empty_abstract"),
+    squad.CORPUS: squad.READER_REPAIRS,
+}
+SEPARATORS = (squad.SEPARATOR,)
+"""Markers kept as one sentencepiece piece (a user-defined symbol) when the training sources
+hold them, e.g. question generation's ``answer [SEP] passage``."""
 PAIR_SIDES = ("source", "target")
 OUTPUTS = ("raw", "spm", "bin", "spm.model", "spm.vocab", "preprocess_report.json")
 
@@ -60,6 +67,10 @@ class PrepareConfig:
     max_unk_rate: float = 0.01
     character_coverage: float = 1.0
     spm_max_chunks: int = 2_000_000
+    squad_json: Path | None = None
+    split_json: list[str] | None = None
+    split_titles: list[str] | None = None
+    heldout_articles: int | None = None
 
 
 def is_pair_corpus(corpus: str) -> bool:
@@ -84,12 +95,35 @@ def load_pairs(corpus: str, limit: int | None = None) -> dict[str, PairSplit]:
     return {split: data for split, data in splits.items() if data is not None}
 
 
+def squad_source(cfg: PrepareConfig) -> squad.SquadSource | None:
+    """The SQuAD files of ``--corpus squad`` (``None`` for other corpora, which take none)."""
+    given = [f for f, v in (("--squad-json", cfg.squad_json), ("--split-json", cfg.split_json),
+                            ("--split-titles", cfg.split_titles), ("--heldout-articles", cfg.heldout_articles)) if v]
+    if cfg.corpus != squad.CORPUS:
+        if given:
+            raise DataError(f"{', '.join(given)}: only for --corpus {squad.CORPUS}")
+        return None
+    if not cfg.squad_json:
+        raise DataError(f"--corpus {squad.CORPUS} needs --squad-json FILE (SQuAD v1.1 JSON)")
+    return squad.SquadSource(
+        Path(cfg.squad_json),
+        squad.parse_split_files(cfg.split_json, "--split-json"),
+        squad.parse_split_files(cfg.split_titles, "--split-titles"),
+        cfg.heldout_articles,
+    )
+
+
 def clean_corpus(cfg: PrepareConfig) -> tuple[dict, dict[str, Report], dict]:
     """Load and clean every split: ``(data, reports, source_info)``; ``data[split]`` is a
     list of ``(source, target)`` pairs or of documents (lists of paragraphs)."""
     data, reports, info = {}, {}, {}
     if is_pair_corpus(cfg.corpus):
-        for split, raw in load_pairs(cfg.corpus, cfg.limit).items():
+        source = squad_source(cfg)
+        raw_splits = (
+            squad.load_squad(source, cfg.max_source_tokens, cfg.strict, cfg.limit)
+            if source else load_pairs(cfg.corpus, cfg.limit)
+        )
+        for split, raw in raw_splits.items():
             pairs, report = clean_pairs(
                 raw.sources, raw.targets, raw.names,
                 cfg.max_source_tokens, cfg.max_target_tokens, cfg.strict,
@@ -190,12 +224,17 @@ def _build(cfg: PrepareConfig, data: dict, stage: Path, lap) -> dict:
     lap("write_raw")
 
     logger.info("[2/5] sentencepiece model")
+    symbols = separators_in(data["train"]) if pairs else []
     if cfg.spm_model:
         model = install_spm(cfg.spm_model, stage / "spm")
+        check_symbols(model, symbols, cfg.spm_model)
     else:
+        if symbols:
+            logger.info("sentencepiece: %s kept as one piece (user-defined symbols)", " ".join(symbols))
         model = train_spm(
             raw_files["train"], stage / "spm", cfg.vocab_size, cfg.spm_type,
             cfg.character_coverage, cfg.spm_max_chunks, num_threads=cfg.workers,
+            user_defined_symbols=symbols,
         )  # fmt: skip
     lap("spm_train")
 
@@ -221,7 +260,22 @@ def _build(cfg: PrepareConfig, data: dict, stage: Path, lap) -> dict:
     argv = binarize(stage / "spm", stage / "bin", dictionary, list(data), pairs, cfg.workers)
     shutil.copyfile(stage / "spm.model", stage / "bin" / "spm.model")
     lap("binarize")
-    return {"model": model, "piece_counts": piece_counts, "check": check, "argv": argv}
+    return {"model": model, "piece_counts": piece_counts, "check": check, "argv": argv, "symbols": symbols}
+
+
+def separators_in(pairs: list[tuple[str, str]]) -> list[str]:
+    """The :data:`SEPARATORS` that occur in the sources of ``pairs``."""
+    return [s for s in SEPARATORS if any(s in source for source, _ in pairs)]
+
+
+def check_symbols(model, symbols: list[str], path) -> None:
+    """Warn when a reused sentencepiece model splits a separator into several pieces (it
+    still works, as a sequence of pieces, but is not the one symbol a fresh model makes)."""
+    for symbol in symbols:
+        pieces = [p for p in model.encode(symbol, out_type=str) if p != "\u2581"]
+        if pieces != [symbol]:
+            logger.warning("--spm-model %s splits %s into %s: train the model on data with it, or "
+                           "accept it as several pieces", path, symbol, pieces)  # fmt: skip
 
 
 def prepare(cfg: PrepareConfig) -> dict:
@@ -279,6 +333,7 @@ def prepare(cfg: PrepareConfig) -> dict:
             "type": None if cfg.spm_model else cfg.spm_type,
             "vocab_size_requested": None if cfg.spm_model else cfg.vocab_size,
             "pieces": built["model"].get_piece_size(),
+            "user_defined_symbols": built["symbols"],
         },
         "dictionary": {
             **built["check"].to_dict(),

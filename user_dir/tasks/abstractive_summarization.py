@@ -5,14 +5,17 @@ The data directory is what ``python -m preprocess.prepare`` writes to ``OUT/bin`
 ``spm.model`` beside it. On top of :class:`~fairseq.tasks.translation.TranslationTask` it
 adds counted truncation of long sources (and targets), an optional instruction prefix
 (grounded pre-training), and ROUGE on the validation set during training, usable as
-``--best-checkpoint-metric rougeL --maximize-best-checkpoint-metric``.
+``--best-checkpoint-metric rougeL --maximize-best-checkpoint-metric``, and BLEU (fairseq's
+``--eval-bleu`` flags: sacrebleu corpus BLEU on text decoded with the data's sentencepiece or
+WordPiece model, :mod:`fairseq_ext.scoring.validation`), usable as ``--best-checkpoint-metric
+bleu``. ROUGE and BLEU score the same hypotheses, generated once per validation batch.
 """
 
-import json
 import logging
 import os
 from argparse import Namespace
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -24,6 +27,8 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
 from fairseq_ext.fairseq_fixes import fix_ngram_blocking
+from fairseq_ext.scoring import bleu_metric, bleu_signature
+from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
 
 logger = logging.getLogger(__name__)
@@ -181,17 +186,33 @@ class AbstractiveSummarizationTask(TranslationTask):
     # ------------------------------------------------------------------ ROUGE
     def build_model(self, cfg, from_checkpoint=False):
         model = super(TranslationTask, self).build_model(cfg, from_checkpoint)
-        if self.cfg.eval_rouge:
-            gen_args = Namespace(**json.loads(self.cfg.eval_rouge_args))
-            self.sequence_generator = self.build_generator([model], gen_args)
+        if self.cfg.eval_rouge or self.cfg.eval_bleu:
+            gen_args = validation_generation_args(
+                self.cfg.eval_rouge, self.cfg.eval_rouge_args, self.cfg.eval_bleu, self.cfg.eval_bleu_args
+            )
+            self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
+        if self.cfg.eval_bleu:
+            if self.cfg.eval_bleu_detok != "space" or self.cfg.eval_bleu_remove_bpe:
+                logger.warning("--eval-bleu-detok/--eval-bleu-remove-bpe are ignored: validation text "
+                               "is decoded with the data's sentencepiece or WordPiece model")
+            logger.info(f"validation BLEU: sacrebleu {bleu_signature(self.bleu_metric)}")
         return model
+
+    @cached_property
+    def bleu_metric(self):
+        """sacrebleu's BLEU as the command line computes it (``--eval-tokenized-bleu``: no
+        tokenization of the decoded text)."""
+        return bleu_metric("none" if self.cfg.eval_tokenized_bleu else None)
 
     def valid_step(self, sample, model, criterion):
         loss, sample_size, logging_output = super(TranslationTask, self).valid_step(sample, model, criterion)
+        if self.cfg.eval_rouge or self.cfg.eval_bleu:
+            hyps, refs = self._generate_for_rouge(sample, model)
+        if self.cfg.eval_bleu:
+            logging_output.update(bleu_logging_output(self.bleu_metric, hyps, refs))
         if self.cfg.eval_rouge:
             from fairseq_ext.rouge import sentence_rouge
 
-            hyps, refs = self._generate_for_rouge(sample, model)
             logging_output["_rouge_count"] = len(hyps)
             for key in ROUGE_KEYS:
                 logging_output[f"_{key}_sum"] = 0.0
@@ -202,16 +223,19 @@ class AbstractiveSummarizationTask(TranslationTask):
         return loss, sample_size, logging_output
 
     def _generate_for_rouge(self, sample, model):
+        """Detokenized hypotheses and references of a validation batch (ROUGE and BLEU)."""
         gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
         hyps = [self.decode_tokens(out[0]["tokens"]) for out in gen_out]
         refs = [self.decode_tokens(target) for target in sample["target"]]
-        if self.cfg.eval_rouge_print_samples:
+        if self.cfg.eval_rouge_print_samples or self.cfg.eval_bleu_print_samples:
             logger.info("example hypothesis: " + hyps[0])
             logger.info("example reference: " + refs[0])
         return hyps, refs
 
     def reduce_metrics(self, logging_outputs, criterion):
         super(TranslationTask, self).reduce_metrics(logging_outputs, criterion)
+        if self.cfg.eval_bleu:
+            log_bleu(logging_outputs, self.bleu_metric)
         if not self.cfg.eval_rouge:
             return
         count = sum(log.get("_rouge_count", 0) for log in logging_outputs)

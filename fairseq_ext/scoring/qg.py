@@ -1,0 +1,90 @@
+"""Question-generation scores of a hypothesis file against a reference file, one pair a line.
+
+    python -m fairseq_ext.scoring.qg HYP REF [--lowercase] [--tokenize 13a] [--width 2] [--json OUT]
+
+prints BLEU-4 (sacrebleu, with its signature; equal to ``sacrebleu REF -i HYP -w 2``), ROUGE-L
+(the plugin's ROUGE-1.5.5 figures, :mod:`fairseq_ext.rouge`: F1 x 100, average over pairs, 95%
+bootstrap interval, as ``files2rouge`` prints it) and METEOR when nltk's WordNet data are
+installed (:mod:`.meteor`; otherwise the line says why it is not computed). The published
+question-generation figures (Du et al. 2017's evaluation scripts, used by ProphetNet and
+s2s-ft) are BLEU-4 on tokenized, lower-cased text and METEOR 1.5: not the same numbers.
+"""
+
+import argparse
+import json
+import sys
+
+from sacrebleu.metrics.bleu import BLEU
+
+from fairseq_ext.rouge.files import read_lines
+from fairseq_ext.rouge.scoring import score_corpus
+
+from .bleu import BleuStats, bleu_metric, bleu_signature
+from .meteor import METEOR_NAME, corpus_meteor, meteor_unavailable_reason
+
+
+def score_files(hyp_path, ref_path, tokenize=None, lowercase=False) -> dict:
+    """Every score of ``hyp_path`` against ``ref_path`` as a dict (scores x 100, unrounded)."""
+    hyps, refs = read_lines(hyp_path), read_lines(ref_path)
+    if len(hyps) != len(refs):
+        raise ValueError(f"{hyp_path} has {len(hyps)} lines but {ref_path} has {len(refs)}: "
+                         "one hypothesis per reference line")
+    if not hyps:
+        raise ValueError(f"{hyp_path}: no line to score")
+    metric = bleu_metric(tokenize, lowercase)
+    bleu = BleuStats.of(metric, hyps, refs).score(metric)
+    rouge = score_corpus(hyps, refs, max_n=0, rouge_l=True)["rougeL"]
+    result = {
+        "pairs": len(hyps),
+        "bleu": bleu.score,
+        "bleu_signature": bleu_signature(metric),
+        "bleu_precisions": bleu.precisions,
+        "bleu_bp": bleu.bp,
+        "rougeL": 100 * rouge["f"],
+        "rougeL_conf_int": [100 * v for v in rouge["f_conf_int"]],
+        "meteor": None,
+        "meteor_note": meteor_unavailable_reason(),
+    }
+    if result["meteor_note"] is None:
+        result["meteor"], result["meteor_note"] = corpus_meteor(hyps, refs), METEOR_NAME
+    return result
+
+
+def format_scores(result: dict, width: int = 2) -> str:
+    """The three lines the command prints."""
+    precisions = "/".join(f"{p:.1f}" for p in result["bleu_precisions"])
+    low, high = result["rougeL_conf_int"]
+    meteor = (f"METEOR   {result['meteor']:.{width}f}  {result['meteor_note']}" if result["meteor"] is not None
+              else f"METEOR   not computed: {result['meteor_note']}")
+    return "\n".join([
+        f"BLEU-4   {result['bleu']:.{width}f}  sacrebleu {result['bleu_signature']}  "
+        f"({precisions}, BP {result['bleu_bp']:.3f}, {result['pairs']} pairs)",
+        f"ROUGE-L  {result['rougeL']:.{width}f}  F1 x 100, ROUGE-1.5.5 (fairseq_ext.rouge), "
+        f"95% interval {low:.{width}f}-{high:.{width}f}",
+        meteor,
+    ])  # fmt: skip
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fairseq_ext.scoring.qg", description=__doc__.split("\n")[0])
+    parser.add_argument("hypotheses", help="generated questions, one a line")
+    parser.add_argument("references", help="reference questions, one a line")
+    parser.add_argument("--tokenize", default=None, choices=BLEU.TOKENIZERS,
+                        help="sacrebleu tokenizer (default 13a, the command line's)")
+    parser.add_argument("--lowercase", action="store_true", help="lower-cased BLEU (sacrebleu -lc)")
+    parser.add_argument("--width", type=int, default=2, help="decimals printed (sacrebleu -w)")
+    parser.add_argument("--json", help="also write the scores to this JSON file")
+    args = parser.parse_args(argv)
+    try:
+        result = score_files(args.hypotheses, args.references, args.tokenize, args.lowercase)
+    except (ValueError, OSError) as error:
+        sys.exit(f"error: {error}")
+    print(format_scores(result, args.width))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(result, out, indent=2)
+            out.write("\n")
+
+
+if __name__ == "__main__":
+    main()

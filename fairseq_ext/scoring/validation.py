@@ -1,0 +1,67 @@
+"""Validation-time BLEU during ``fairseq-train`` (``--eval-bleu``), in fairseq's metric plumbing.
+
+Each validation batch adds the sufficient statistics of its generated hypotheses
+(:class:`~.bleu.BleuStats`) to its logging output under fairseq's own keys
+(``_bleu_counts_i``, ``_bleu_totals_i``, ``_bleu_sys_len``, ``_bleu_ref_len``); fairseq sums
+them over batches and workers and :func:`log_bleu` derives ``bleu`` from the sums, so the
+logged figure is the corpus BLEU of the whole validation set (rounded to 2 decimals), usable
+as ``--best-checkpoint-metric bleu --maximize-best-checkpoint-metric``.
+"""
+
+import json
+
+from fairseq.logging import metrics
+
+from .bleu import BLEU_ORDER, BleuStats
+
+KEYS = ("_bleu_sys_len", "_bleu_ref_len")
+
+
+def bleu_logging_output(metric, hyps: list[str], refs: list[str]) -> dict:
+    """The ``_bleu_*`` entries of one validation batch's logging output."""
+    stats = BleuStats.of(metric, hyps, refs)
+    output = {"_bleu_sys_len": stats.sys_len, "_bleu_ref_len": stats.ref_len}
+    for i in range(BLEU_ORDER):
+        output[f"_bleu_counts_{i}"] = stats.counts[i]
+        output[f"_bleu_totals_{i}"] = stats.totals[i]
+    return output
+
+
+def _sum(logging_outputs, key):
+    return sum(int(round(float(log.get(key, 0)))) for log in logging_outputs)
+
+
+def log_bleu(logging_outputs, metric) -> None:
+    """Log the summed statistics and the derived corpus ``bleu`` (nothing when no batch had
+    BLEU statistics, e.g. on training batches)."""
+    if not any("_bleu_sys_len" in log for log in logging_outputs):
+        return
+    names = [*KEYS, *(f"_bleu_{kind}_{i}" for kind in ("counts", "totals") for i in range(BLEU_ORDER))]
+    for name in names:
+        metrics.log_scalar(name, _sum(logging_outputs, name))
+
+    def derive(meters):
+        def total(name):
+            return int(round(float(meters[name].sum)))
+
+        stats = BleuStats(
+            [total(f"_bleu_counts_{i}") for i in range(BLEU_ORDER)],
+            [total(f"_bleu_totals_{i}") for i in range(BLEU_ORDER)],
+            total("_bleu_sys_len"), total("_bleu_ref_len"),
+        )  # fmt: skip
+        return round(stats.score(metric).score, 2)
+
+    metrics.log_derived("bleu", derive)
+
+
+def validation_generation_args(eval_rouge: bool, rouge_args: str, eval_bleu: bool, bleu_args: str) -> dict:
+    """The generation arguments of the one validation generation that ROUGE and BLEU share:
+    ``--eval-rouge-args`` when ROUGE is on, else ``--eval-bleu-args``. With both on,
+    ``--eval-bleu-args`` must be left empty or be the same."""
+    rouge, bleu = json.loads(rouge_args or "{}"), json.loads(bleu_args or "{}")
+    if eval_rouge and eval_bleu and bleu and bleu != rouge:
+        raise ValueError(
+            f"--eval-rouge and --eval-bleu share one validation generation, but --eval-rouge-args "
+            f"{rouge} and --eval-bleu-args {bleu} differ: give the generation arguments once"
+        )
+    return rouge if eval_rouge else bleu
