@@ -1,6 +1,6 @@
 """What a user touches, for every model family (fairseq's BART and the five of the plugin), on
 a tiny model trained for one update at short limits (64 source, 24 target tokens) on real
-ACLSum (sentencepiece; s2s-ft: BERT WordPiece):
+ACLSum (sentencepiece; s2s-ft and ProphetNet's converted-checkpoint data: BERT WordPiece):
 
 * fairseq-generate and fairseq-interactive without length flags take the model's limits
   (the task's default used to be 1024: "Size of sample #0 is invalid");
@@ -50,6 +50,8 @@ FAMILIES = {
     "bart": Family("abstractive_summarization", "bart_summ_tiny", "label_smoothed_cross_entropy"),
     "bart_ls": Family("abstractive_summarization", "bart_ls_tiny", "label_smoothed_cross_entropy"),
     "prophetnet": Family("abstractive_summarization", "prophetnet_summ_tiny", "ngram_language_loss"),
+    "prophetnet_wordpiece": Family("abstractive_summarization", "prophetnet_summ_tiny", "ngram_language_loss",
+                                   data="wordpiece"),  # the data of converted HF checkpoints
     "zcodepp": Family("abstractive_summarization", "zcodepp_tiny", "label_smoothed_cross_entropy"),
     "s2s_ft": Family("s2s_ft_summarization", "s2s_ft_tiny", "s2s_ft", data="wordpiece"),
     "transformer_sm": Family("transformer_sm", "transformer_sm_tiny", "transformer_sm", train_args=["--mode", "ett"]),

@@ -208,6 +208,7 @@ class AbstractiveSummarizationTask(TranslationTask):
         """Prefix and (counted) truncation of a source dataset."""
         limit = self.source_limit if self.cfg.truncate_source else None
         prefix = self.instruction_tokens
+        # sizes may be a list: fairseq-interactive (0.12.3) builds its dataset from a list of lengths
         n_long, longest = count_overlong(np.asarray(dataset.sizes) + len(prefix), self.source_limit)
         if n_long:
             action = "truncated" if limit is not None else "left to the size filter"
