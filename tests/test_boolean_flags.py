@@ -33,10 +33,11 @@ def _first_arch(model_name):
 
 
 def _parse(task, arch, flags):
+    """The flat namespace fairseq's CLIs build (the configs are copied from it); a model flag
+    not given is absent from it, and the dataclass default applies."""
     argv = ["DATA", "--user-dir", USER_DIR, "--task", task, "--arch", arch, "--criterion",
             SUMMARIZATION_CRITERION, *flags]
-    args = options.parse_args_and_arch(options.get_training_parser(), argv)
-    return convert_namespace_to_omegaconf(args)
+    return options.parse_args_and_arch(options.get_training_parser(), argv)
 
 
 TASK_FLAGS = [(task, name) for task, dc in _plugin(TASK_DATACLASS_REGISTRY).items() for name in _true_booleans(dc)]
@@ -53,15 +54,23 @@ def test_the_known_cases_are_covered():
 @pytest.mark.parametrize("task,name", TASK_FLAGS)
 def test_task_flag_means_on_and_no_flag_means_off(task, name):
     flag = name.replace("_", "-")
-    assert _parse(task, "bart_summ_tiny", [])["task"][name] is True
-    assert _parse(task, "bart_summ_tiny", [f"--{flag}"])["task"][name] is True
-    assert _parse(task, "bart_summ_tiny", [f"--no-{flag}"])["task"][name] is False
+    assert getattr(_parse(task, "bart_summ_tiny", []), name) is True
+    assert getattr(_parse(task, "bart_summ_tiny", [f"--{flag}"]), name) is True
+    assert getattr(_parse(task, "bart_summ_tiny", [f"--no-{flag}"]), name) is False
 
 
 @pytest.mark.parametrize("model,name", MODEL_FLAGS)
 def test_model_flag_means_on_and_no_flag_means_off(model, name):
     flag, arch = name.replace("_", "-"), _first_arch(model)
     task = "s2s_ft_summarization" if model == "s2s_ft" else "abstractive_summarization"
-    assert _parse(task, arch, [])["model"][name] is True
-    assert _parse(task, arch, [f"--{flag}"])["model"][name] is True
-    assert _parse(task, arch, [f"--no-{flag}"])["model"][name] is False
+    assert getattr(_parse(task, arch, []), name, True) is True
+    assert getattr(_parse(task, arch, [f"--{flag}"]), name) is True
+    assert getattr(_parse(task, arch, [f"--no-{flag}"]), name) is False
+
+
+def test_truncate_source_reaches_the_task_config_as_given():
+    """The issue's case end to end: fairseq's BART recipe passes --truncate-source."""
+    task = "abstractive_summarization"
+    on = convert_namespace_to_omegaconf(_parse(task, "bart_summ_tiny", ["--truncate-source"]))
+    off = convert_namespace_to_omegaconf(_parse(task, "bart_summ_tiny", ["--no-truncate-source"]))
+    assert on.task.truncate_source is True and off.task.truncate_source is False

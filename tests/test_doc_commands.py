@@ -281,7 +281,8 @@ def test_substitutions_shrink_a_recipe_line():
     assert shrink(line, None) == (
         "ARCH=prophetnet_summ_tiny MAX_UPDATE=1 ARCH=prophetnet_summ_tiny bash scripts/prophetnet/pretrain.sh"
     )
-    assert shrink("MODEL=zcodepp bash scripts/run_demo.sh", None) == "MODEL=zcodepp ARCH=zcodepp_tiny bash scripts/run_demo.sh"
+    demo = "MODEL=zcodepp bash scripts/run_demo.sh"
+    assert shrink(demo, None) == "MODEL=zcodepp ARCH=zcodepp_tiny bash scripts/run_demo.sh"
     assert shrink("python -m preprocess.prepare --corpus wiki --vocab-size 32000", None) == (
         f"python -m preprocess.prepare --limit {LIMIT} --corpus wiki --vocab-size 1000"
     )
