@@ -11,9 +11,10 @@ set during training (usable as ``--best-checkpoint-metric rougeL
 Length limits: ``--max-source-positions``/``--max-target-positions`` default to the model's
 own (its ``--arch`` when training, the checkpoint's when generating), and sources are never cut
 longer than the model takes: the limit used is the smaller of the flag and the model's
-(``utils.resolve_max_positions``, as fairseq filters batches). fairseq's ``translation`` task
-instead defaults both to 1024, so a model trained at 512 and generated without the flag got
-sources of 1024 tokens and fairseq-generate stopped at the first long one.
+(``utils.resolve_max_positions``, as fairseq filters batches). fairseq 0.12.3's ``translation``
+task instead defaults both to 1024, so a model trained at 512 and generated without the flag got
+sources of 1024 tokens and fairseq-generate stopped at the first long one ("Size of sample #43
+is invalid").
 """
 
 import itertools
