@@ -1,4 +1,4 @@
-"""Two fairseq 0.12 bugs that lose or ignore things silently, fixed from the outside.
+"""Four fairseq 0.12 bugs that lose, ignore or invert things silently, fixed from the outside.
 
 1. **n-gram blocking does nothing on CPU.** ``SequenceGenerator`` hands its
    ``NGramRepeatBlock`` the whole token buffer ``(bsz * beam, max_len + 2)``; without the CUDA
@@ -16,11 +16,26 @@
    8 hypotheses, and training skips up to 7 examples an epoch, without a word.
    :func:`keep_last_batch` wraps it so that the remainder comes back as a last, smaller batch,
    as fairseq 0.12.2 did (batches are consecutive runs of ``indices``).
+
+3. **A boolean flag that defaults to on turns it off.** fairseq 0.12.3's
+   ``gen_parser_from_dataclass`` makes a bool field defaulting to True a ``store_false`` flag
+   of the same name: ``--truncate-source`` (fairseq's BART summarization recipe: "truncate")
+   switched truncation off. :func:`add_dataclass_args` registers such a field as ``--x``
+   (on, the default) and ``--no-x`` (off); tasks and models call it from ``add_args``.
+
+4. **A beam size of 1 after a larger one crashes.** fairseq 0.12.3's
+   ``EnsembleModel.set_decoder_beam_size`` tells the model its beam only when it is above 1,
+   so a generator built with ``beam=1`` after one with ``beam=4`` (the hub builds one per call)
+   runs BART's "beamable" encoder-decoder attention with the stale size 4 (a reshape error).
+   :func:`fix_decoder_beam_size` sets it for every beam size and undoes BART's swap of the
+   encoder's ``reorder_encoder_out`` at beam 1; tasks apply it in ``build_generator``.
 """
 
+import argparse
 import functools
 
 import numpy as np
+from fairseq.dataclass.utils import gen_parser_from_dataclass, interpret_dc_type
 from fairseq.ngram_repeat_block import NGramRepeatBlock
 
 
@@ -42,6 +57,49 @@ def fix_ngram_blocking(generator):
             blocker.no_repeat_ngram_size, use_extension=blocker.use_extension
         )
     return generator
+
+
+def fix_decoder_beam_size(generator):
+    """Tell every model of a ``SequenceGenerator`` its beam size, 1 included; returns the
+    generator."""
+    ensemble = getattr(generator, "model", None)
+    if generator.beam_size > 1 or ensemble is None:
+        return generator  # fairseq set it in SequenceGenerator.__init__
+    for model in getattr(ensemble, "models", []):
+        if getattr(model, "set_beam_size", None) is None:
+            continue
+        model.set_beam_size(1)
+        encoder = getattr(model, "encoder", None)
+        if encoder is not None and "reorder_encoder_out" in vars(encoder):
+            del encoder.reorder_encoder_out  # BART's set_beam_size swapped in a no-op reorder
+    return generator
+
+
+def true_boolean_fields(dataclass_instance):
+    """Names of the bool fields of a fairseq dataclass that default to True."""
+    return [
+        name for name in dataclass_instance._get_all_attributes()
+        if interpret_dc_type(dataclass_instance._get_type(name)) is bool
+        and dataclass_instance._get_default(name) is True
+    ]
+
+
+def add_dataclass_args(parser, dataclass_instance, delete_default=False):
+    """fairseq's ``gen_parser_from_dataclass``, except that a bool field defaulting to True
+    becomes the pair ``--x`` (on) / ``--no-x`` (off) instead of an inverted ``--x``.
+    ``delete_default`` as in fairseq (models: the value is absent unless given, so that
+    architecture functions can fill it)."""
+    for name in true_boolean_fields(dataclass_instance):
+        flag = "--" + name.replace("_", "-")
+        default = {} if delete_default else {"default": True}
+        help_text = dataclass_instance._get_help(name) or name
+        try:
+            parser.add_argument(flag, dest=name, action="store_true", help=f"{help_text} (on by default)", **default)
+            parser.add_argument("--no-" + flag[2:], dest=name, action="store_false", help=f"turn {flag} off",
+                                **default)
+        except argparse.ArgumentError:
+            pass  # registered elsewhere already (fairseq skips such duplicates the same way)
+    gen_parser_from_dataclass(parser, dataclass_instance, delete_default=delete_default)
 
 
 def keep_last_batch(batch_by_size):

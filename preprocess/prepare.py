@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     args = get_parser().parse_args(argv)
     try:
         prepare(PrepareConfig(**vars(args)))
-    except (DataError, DictionaryMismatch, FileNotFoundError) as err:
+    except (DataError, DictionaryMismatch, FileNotFoundError, ValueError) as err:
         sys.exit(f"error: {err}")
 
 

@@ -5,6 +5,7 @@
 #
 #   bash scripts/run_demo.sh                    # MODEL=bart (the default)
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
+#   LIMIT=8 MAX_EPOCH=1 bash scripts/run_demo.sh   # a quick run on the first 8 documents of each split
 #
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
 # TRAIN_ARGS and GEN_ARGS). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
@@ -28,14 +29,25 @@ source "${RECIPE}"
 WORK="${WORK:-runs/demo-${MODEL}}"
 DATA="data/${CORPUS}"
 STOP_HOURS="${STOP_HOURS:-0.12}"
+LIMIT="${LIMIT:-}"  # keep only the first LIMIT documents of each split (empty: all)
 mkdir -p "${WORK}"
 start=$(date +%s)
 
 echo "== [1/4] preparing ${CORPUS} (sentencepiece ${VOCAB_SIZE}) -> ${DATA}"
 if [[ ! -f "${DATA}/bin/dict.source.txt" && ! -f "${DATA}/bin/dict.txt" ]]; then
-    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA}" --vocab-size "${VOCAB_SIZE}"
+    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA}" --vocab-size "${VOCAB_SIZE}" ${LIMIT:+--limit "${LIMIT}"}
 else
     echo "   ${DATA}/bin exists: reusing it (delete it to rebuild)"
+fi
+
+# fairseq validates every --validate-interval epochs (a recipe's choice) but not at --max-epoch
+# itself: a run shorter than one interval validates every epoch, so that a best checkpoint exists
+interval=1
+for i in "${!TRAIN_ARGS[@]}"; do
+    if [[ "${TRAIN_ARGS[$i]}" == --validate-interval ]]; then interval="${TRAIN_ARGS[$((i + 1))]}"; fi
+done
+if (( MAX_EPOCH < interval )); then
+    TRAIN_ARGS+=(--validate-interval 1)
 fi
 
 echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h)"
@@ -53,7 +65,7 @@ fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/c
     > "${WORK}/generate-test.txt"
 grep '^D-' "${WORK}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${WORK}/test.hyp"
 if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
-    python -m fairseq_ext.rouge.lead --aclsum test --n 3 --out "${WORK}/lead3.hyp"
+    python -m fairseq_ext.rouge.lead --aclsum test --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 else
     python -m fairseq_ext.rouge.lead --source "${DATA}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
 fi

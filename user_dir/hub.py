@@ -7,40 +7,63 @@
 
 The same object comes back from fairseq's own loader when the plugin is named:
 ``fairseq.hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path,
-user_dir="user_dir")`` followed by :class:`SummarizationHubInterface`. Sentencepiece,
-truncation (with the instruction prefix the model was trained with) and batching are done
-here and in the task; nothing is read from the network.
+user_dir="user_dir")`` followed by :class:`SummarizationHubInterface`. Documents are cleaned as
+``python -m preprocess.prepare`` cleans its corpora (:func:`fairseq_ext.data.clean_text`: NUL
+and control characters removed, invalid text replaced by U+FFFD, whitespace collapsed; every
+repair logged), then encoded with the data's sentencepiece model (or WordPiece vocabulary);
+truncation (with the instruction prefix the model was trained with) and batching are done here
+and in the task; nothing is read from the network. Bad input (not a string, empty after
+cleaning, a beam of 0, a missing directory or text codec) is refused with an error naming it.
 """
 
 import logging
+import numbers
 import os
 
 from fairseq import hub_utils
 
+from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
+
 logger = logging.getLogger(__name__)
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
+CODEC_FILES = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
+BPE_CODECS = {"sentencepiece": ("sentencepiece", "sentencepiece_model"), "bert": ("wordpiece", "bpe_vocab_file")}
+"""fairseq ``--bpe`` settings stored in a checkpoint that name a codec file: bpe -> (kind, field)."""
 
 
 class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
     """``summarize(documents)`` on top of fairseq's :class:`GeneratorHubInterface`.
 
-    Works for every model whose task is ``abstractive_summarization`` (or any task with
-    ``encode_text``/``spm``); the task applies the instruction prefix and the truncation.
+    Works for every model whose task is ``abstractive_summarization`` (or derives from it); the
+    task applies the instruction prefix and the truncation. ``model_dir`` (given by
+    :func:`from_pretrained`) is one more place where the text codec is looked for.
     """
 
-    def __init__(self, cfg, task, models):
+    def __init__(self, cfg, task, models, model_dir=None):
         super().__init__(cfg, task, models)
-        try:  # the data's own text codec, not a path stored at training time
+        self.uses_data_codec = hasattr(task, "encode_text")
+        if not self.uses_data_codec:
+            return
+        extra = [(kind, os.path.join(model_dir, name)) for kind, name in CODEC_FILES] if model_dir else []
+        bpe = cfg.get("bpe") if hasattr(cfg, "get") else getattr(cfg, "bpe", None)
+        name = bpe.get("_name") if bpe is not None else None
+        if name in BPE_CODECS and bpe.get(BPE_CODECS[name][1]):  # the checkpoint's --bpe names a file
+            kind, field = BPE_CODECS[name]
+            extra.append((kind, bpe.get(field)))
+        task.extra_text_codecs.extend(extra)
+        try:
             self.bpe = task.spm
-            self.uses_data_spm = True
-        except (AttributeError, FileNotFoundError):  # e.g. WordPiece data with --bpe bert
-            self.uses_data_spm = False
+        except FileNotFoundError:
+            if name is None or name in BPE_CODECS:
+                raise  # nothing else to read text with: whitespace tokens would be mostly <unk>
+            self.uses_data_codec = False  # another fairseq --bpe of the checkpoint (e.g. gpt2)
+            logger.info(f"no data codec: text goes through the checkpoint's --bpe {name}")
 
     def encode(self, sentence):
         """The task's codec of the data directory when there is one; else fairseq's own
-        ``--bpe``/``--tokenizer`` from the checkpoint (e.g. ``bert`` for WordPiece data)."""
-        if self.uses_data_spm:
+        ``--bpe``/``--tokenizer`` from the checkpoint."""
+        if self.uses_data_codec:
             return self.task.encode_text(sentence, append_eos=True)
         return super().encode(sentence)
 
@@ -58,14 +81,16 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
     ):
         """Summaries of ``documents`` (a list of raw strings, or one string), in order.
 
-        Long documents are truncated to the model's source length, with a count logged by
-        the task; empty documents are an error (there is nothing to summarize).
+        Documents are cleaned as ``preprocess`` cleans its corpora (repairs are logged); long
+        ones are truncated to the model's source length, with a count logged by the task. A
+        document that is not a string, or that is empty after cleaning, is an error.
         """
         single = isinstance(documents, str)
-        documents = [documents] if single else list(documents)
-        empty = [i for i, doc in enumerate(documents) if not doc.strip()]
-        if empty:
-            raise ValueError(f"documents at positions {empty} are empty; nothing to summarize")
+        documents = clean_documents([documents] if single else _as_list(documents))
+        _check_generation_args(beam=beam, batch_size=batch_size, min_len=min_len, max_len_b=max_len_b,
+                               max_len_a=max_len_a, lenpen=lenpen, no_repeat_ngram_size=no_repeat_ngram_size)
+        if not documents:
+            return []
         self.cfg.dataset.batch_size = batch_size
         tokens = [self.encode(doc) for doc in documents]
         hypos = self.generate(
@@ -82,14 +107,73 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
         return summaries[0] if single else summaries
 
 
+def _as_list(documents):
+    if documents is None or isinstance(documents, (bytes, bytearray)) or not hasattr(documents, "__iter__"):
+        raise TypeError(f"documents must be a string or a list of strings, got {type(documents).__name__}")
+    return list(documents)
+
+
+def clean_documents(documents):
+    """Clean raw documents as ``preprocess`` cleans corpus lines; repairs are logged, and a
+    document that is not a string or is empty after cleaning raises naming its position."""
+    report = Report(documents_in=len(documents))
+    cleaned = []
+    for i, document in enumerate(documents):
+        if not isinstance(document, str):
+            hint = " (decode bytes to str first)" if isinstance(document, (bytes, bytearray)) else ""
+            raise TypeError(f"documents[{i}] is {type(document).__name__}, not str{hint}")
+        cleaned.append(clean_text(document, f"documents[{i}]", report))
+    empty = [i for i, text in enumerate(cleaned) if not text]
+    if empty:
+        raise ValueError(
+            f"documents at positions {empty} are empty after cleaning (only whitespace, NUL or "
+            "control characters); nothing to summarize"
+        )
+    for repair, count in sorted(report.counts.items()):
+        where = ", ".join(report.locations[repair])
+        logger.warning(f"input repaired: {count} {REPAIRS[repair]}: {where}")
+    report.documents_out = len(cleaned)
+    return cleaned
+
+
+def _check_generation_args(**values):
+    """Refuse generation settings fairseq would fail on deep inside (or silently misread)."""
+    at_least = {"beam": 1, "batch_size": 1, "min_len": 0, "max_len_b": 0, "no_repeat_ngram_size": 0}
+    for name, least in at_least.items():
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    for name in ("max_len_a", "lenpen"):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+    if values["max_len_a"] < 0:
+        raise ValueError(f"max_len_a must be >= 0, got {values['max_len_a']!r}")
+
+
 def from_pretrained(model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
-    """Load ``model_dir/checkpoint_file`` with the dictionary and ``spm.model`` of
-    ``data_name_or_path`` (relative to ``model_dir`` unless absolute) and return a
-    :class:`SummarizationHubInterface`. Extra keyword arguments override the checkpoint's
-    configuration (e.g. ``max_source_positions=4096``)."""
+    """Load ``model_dir/checkpoint_file`` with the dictionary and text codec of
+    ``data_name_or_path`` and return a :class:`SummarizationHubInterface`.
+
+    As in fairseq, ``data_name_or_path`` is relative to ``model_dir`` when it starts with
+    ``.``, else to the working directory. The text codec is the data directory's ``vocab.txt``
+    or ``spm.model``, else its parent's, else ``model_dir``'s, else the file the checkpoint's
+    ``--bpe`` named; ``spm_model=PATH`` picks one. Extra keyword arguments override the
+    checkpoint's configuration (e.g. ``max_source_positions=4096``).
+    """
     kwargs.setdefault("user_dir", USER_DIR)
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"model directory not found: {model_dir}")
+    for name in checkpoint_file.split(os.pathsep):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            found = sorted(f for f in os.listdir(model_dir) if f.endswith(".pt"))
+            raise FileNotFoundError(f"checkpoint not found: {os.path.join(model_dir, name)} "
+                                    f"(checkpoints in {model_dir}: {found or 'none'})")
+    data = os.path.join(model_dir, data_name_or_path) if data_name_or_path.startswith(".") else data_name_or_path
+    if not os.path.isdir(data):
+        raise FileNotFoundError(f"data directory not found: {data} (data_name_or_path={data_name_or_path!r}; "
+                                "a path starting with '.' is relative to the model directory)")
     loaded = hub_utils.from_pretrained(
         model_dir, checkpoint_file=checkpoint_file, data_name_or_path=data_name_or_path, **kwargs
     )
-    return SummarizationHubInterface(loaded["args"], loaded["task"], loaded["models"])
-
+    return SummarizationHubInterface(loaded["args"], loaded["task"], loaded["models"], model_dir=model_dir)

@@ -61,6 +61,7 @@ STRICT_ERRORS = ("invalid_utf8", "nul", "control", "empty_pair", "empty_document
 """Repairs that become a :class:`DataError` under ``strict=True``."""
 
 _NUL = "\x00"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # Unicode Cc without tab/newline/NUL, plus the byte-order mark (category Cf).
 _CONTROL = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f\ufeff]")
 # Those of them that str.split() treats as whitespace: they become a space, not nothing.
@@ -114,9 +115,18 @@ class Report:
 
 
 def decode_line(raw: bytes | str, where: str, report: Report, strict: bool = False) -> str:
-    """UTF-8 decode one line (``bytes`` without its ``\\n``), dropping a CRLF's ``\\r``."""
+    """UTF-8 decode one line (``bytes`` without its ``\\n``), dropping a CRLF's ``\\r``. A ``str``
+    is taken as decoded, except that lone surrogates (text that is not valid Unicode, e.g. from
+    ``errors="surrogateescape"``) are treated as invalid UTF-8."""
     if isinstance(raw, str):
-        return raw
+        if not _SURROGATE.search(raw):
+            return raw
+        if strict:
+            at = _SURROGATE.search(raw).start()
+            raise DataError(f"{where}: a lone surrogate at character {at} (not valid Unicode); "
+                            "drop --strict to replace it with U+FFFD and count it")
+        report.add("invalid_utf8", where)
+        return _SURROGATE.sub("\ufffd", raw)
     if raw.endswith(b"\r"):
         raw = raw[:-1]
         report.add("crlf", where)

@@ -130,6 +130,8 @@ def clean_corpus(cfg: PrepareConfig) -> tuple[dict, dict[str, Report], dict]:
             )  # fmt: skip
             if raw.report.documents_in:  # the reader already skipped some documents
                 report.merge(raw.report).documents_in = raw.report.documents_in
+            if not pairs:
+                _empty_split(split, " / ".join(raw.names), report)
             data[split], reports[split] = pairs, report
             logger.info("%s: %d -> %d pairs", split, report.documents_in, len(pairs))
     else:
@@ -137,8 +139,39 @@ def clean_corpus(cfg: PrepareConfig) -> tuple[dict, dict[str, Report], dict]:
         logger.info("wiki dump: %s", info)
         for split, docs in documents.items():
             data[split], reports[split] = clean_documents(docs, f"wiki[{split}]", cfg.strict)
+            if not data[split]:
+                _empty_split(split, f"{cfg.corpus}[{split}]", reports[split])
             logger.info("%s: %d -> %d documents", split, len(docs), len(data[split]))
     return data, reports, info
+
+
+def _empty_split(split: str, where: str, report: Report) -> None:
+    """A split without documents cannot be binarized usefully: fairseq-preprocess writes an
+    empty file that fairseq-train cannot even open ("cannot mmap an empty file")."""
+    if report.documents_in == 0:
+        reason = "no documents (empty file or --limit 0)"
+    else:
+        reason = f"none of its {report.documents_in} documents is left after cleaning"
+    raise DataError(f"{split} split is empty: {where}: {reason}")
+
+
+def check_config(cfg: PrepareConfig) -> None:
+    """Refuse options that would fail deep inside sentencepiece or the file system."""
+    for flag, value, least in (
+        ("--vocab-size", cfg.vocab_size, 1), ("--workers", cfg.workers, 1), ("--limit", cfg.limit, 1),
+        ("--max-source-tokens", cfg.max_source_tokens, 1), ("--max-target-tokens", cfg.max_target_tokens, 1),
+    ):  # fmt: skip
+        if value is not None and value < least:
+            raise ValueError(f"{flag} must be at least {least}, got {value}")
+    if not 0 < cfg.character_coverage <= 1:
+        raise ValueError(f"--character-coverage must be in (0, 1], got {cfg.character_coverage}")
+    out = Path(cfg.out)
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                what = "--out" if path == out else f"--out {out}: its parent"
+                raise ValueError(f"{what} {path} is a file, not a directory")
+            break
 
 
 def write_raw(data: dict, raw_dir: Path, pairs: bool) -> dict[str, list[Path]]:
@@ -293,6 +326,7 @@ def prepare(cfg: PrepareConfig) -> dict:
     def lap(stage: str) -> None:
         seconds[stage] = round(time.perf_counter() - started - sum(seconds.values()), 2)
 
+    check_config(cfg)
     for flag, path in (("--spm-model", cfg.spm_model), ("--srcdict", cfg.srcdict)):
         if path and not Path(path).is_file():
             raise FileNotFoundError(f"missing {flag} file: {path}")

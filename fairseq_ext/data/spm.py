@@ -66,6 +66,25 @@ def train_spm(
     if not chunks:
         raise ValueError(f"no text to train sentencepiece on in {[str(f) for f in files]}")
     sentencepiece.set_random_generator_seed(seed)
+    try:
+        _train(chunks, model_prefix, vocab_size, model_type, character_coverage, num_threads, user_defined_symbols)
+    except RuntimeError as err:  # sentencepiece's C++ checks: "INTERNAL: src/...cc(638) [...] message"
+        reason = str(err).split("] ", 1)[-1].strip()
+        names = ", ".join(Path(f).name for f in files)
+        raise ValueError(f"sentencepiece cannot train a {vocab_size}-piece {model_type} model on the "
+                         f"cleaned {names}: {reason}") from err
+    model = load_spm(Path(f"{model_prefix}.model"))
+    if model.get_piece_size() < vocab_size:
+        logger.info(
+            "sentencepiece: vocabulary capped at %d pieces (asked for %d): "
+            "that is all this corpus supports",
+            model.get_piece_size(),
+            vocab_size,
+        )
+    return model
+
+
+def _train(chunks, model_prefix, vocab_size, model_type, character_coverage, num_threads, user_defined_symbols):
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(chunks),
         model_prefix=str(model_prefix),
@@ -82,15 +101,6 @@ def train_spm(
         user_defined_symbols=list(user_defined_symbols),
         minloglevel=2,
     )
-    model = load_spm(Path(f"{model_prefix}.model"))
-    if model.get_piece_size() < vocab_size:
-        logger.info(
-            "sentencepiece: vocabulary capped at %d pieces (asked for %d): "
-            "that is all this corpus supports",
-            model.get_piece_size(),
-            vocab_size,
-        )
-    return model
 
 
 def load_spm(path: Path) -> sentencepiece.SentencePieceProcessor:

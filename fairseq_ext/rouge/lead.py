@@ -62,9 +62,12 @@ def main(argv=None) -> None:
                         help="an ACLSum split, with the dataset's own sentence segmentation")
     parser.add_argument("--n", type=int, default=DEFAULT_LEAD, help="number of leading sentences to keep")
     parser.add_argument("--out", required=True, help="output file: one LEAD-n summary per line")
+    parser.add_argument("--limit", type=int, help="only the first N documents (as prepare --limit N)")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("--n must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
     try:
         if args.aclsum:
             lines = aclsum_lead_lines(args.aclsum, args.n)
@@ -73,7 +76,7 @@ def main(argv=None) -> None:
     except (ValueError, OSError) as error:
         parser.exit(1, f"lead: error: {error}\n")
     with open(args.out, "w", encoding="utf-8") as out:
-        out.writelines(line + "\n" for line in lines)
+        out.writelines(line + "\n" for line in lines[: args.limit])
 
 
 if __name__ == "__main__":

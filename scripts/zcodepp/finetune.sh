@@ -36,7 +36,8 @@ BEAM="${BEAM:-4}"
 
 if [[ ! -f "${DATA_DIR}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA_DIR}" \
-        --spm-model "${PRETRAIN_DATA}/bin/spm.model" --srcdict "${PRETRAIN_DATA}/bin/dict.txt"
+        --spm-model "${PRETRAIN_DATA}/bin/spm.model" --srcdict "${PRETRAIN_DATA}/bin/dict.txt" \
+        ${LIMIT:+--limit "${LIMIT}"}
 fi
 examples=$(wc -l < "${DATA_DIR}/raw/train.source")
 total_updates=$(( (examples + BATCH_SIZE * UPDATE_FREQ - 1) / (BATCH_SIZE * UPDATE_FREQ) * MAX_EPOCH ))

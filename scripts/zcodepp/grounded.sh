@@ -38,7 +38,8 @@ for corpus in ${CORPORA}; do
     out="${DATA_ROOT}/${corpus}"
     if [[ ! -f "${out}/bin/dict.source.txt" ]]; then
         python -m preprocess.prepare --corpus "${corpus}" --out "${out}" \
-            --spm-model "${PRETRAIN_DATA}/bin/spm.model" --srcdict "${PRETRAIN_DATA}/bin/dict.txt"
+            --spm-model "${PRETRAIN_DATA}/bin/spm.model" --srcdict "${PRETRAIN_DATA}/bin/dict.txt" \
+            ${LIMIT:+--limit "${LIMIT}"}
     fi
     pairs+=("$(basename "${corpus}"):${out}/bin")
     first="${first:-${out}/bin}"

@@ -31,7 +31,8 @@ MAX_TOKENS="${MAX_TOKENS:-16384}"
 UPDATE_FREQ="${UPDATE_FREQ:-1}"
 
 if [[ ! -f "${DATA_DIR}/bin/dict.txt" ]]; then
-    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA_DIR}" --vocab-size "${VOCAB_SIZE}"
+    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA_DIR}" --vocab-size "${VOCAB_SIZE}" \
+        ${LIMIT:+--limit "${LIMIT}"}
 fi
 
 fairseq-train "${DATA_DIR}/bin" --user-dir user_dir \

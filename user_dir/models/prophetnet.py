@@ -11,6 +11,7 @@ section 3.6); large = 12+12, 1024, FFN 4096, 16 heads (section 3.1).
 
 import logging
 from dataclasses import dataclass, field, fields
+from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
@@ -20,9 +21,16 @@ from fairseq.utils import get_available_activation_fns
 from omegaconf import II
 from torch import nn
 
+from fairseq_ext.fairseq_fixes import add_dataclass_args
 from fairseq_ext.prophetnet.decoder import NgramDecoder
 
+from ._positions import fill_positions
+
 logger = logging.getLogger(__name__)
+
+DEFAULT_POSITIONS = 512
+"""Source and target positions when neither the task nor the flags give them (the paper
+pre-trains on 512-token inputs)."""
 
 
 @dataclass
@@ -52,8 +60,8 @@ class ProphetNetSummConfig(FairseqDataclass):
     share_decoder_input_output_embed: bool = field(
         default=True, metadata={"help": "tie the decoder's output projection to its input embedding"}
     )
-    max_source_positions: int = II("task.max_source_positions")
-    max_target_positions: int = II("task.max_target_positions")
+    max_source_positions: Optional[int] = II("task.max_source_positions")
+    max_target_positions: Optional[int] = II("task.max_target_positions")
 
 
 def _encoder_config(cfg):
@@ -81,7 +89,13 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
     the ``ngram_language_loss`` criterion and its first output is the next-token logits."""
 
     @classmethod
+    def add_args(cls, parser):
+        """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
+        add_dataclass_args(parser, getattr(cls, "__dataclass")(), delete_default=True)
+
+    @classmethod
     def build_model(cls, cfg, task):
+        fill_positions(cfg, DEFAULT_POSITIONS, DEFAULT_POSITIONS)
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if cfg.encoder_embed_dim != cfg.decoder_embed_dim:
             raise ValueError("ProphetNet shares one width: --encoder-embed-dim must equal --decoder-embed-dim")

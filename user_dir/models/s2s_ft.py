@@ -14,10 +14,17 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from omegaconf import II
 
+from fairseq_ext.fairseq_fixes import add_dataclass_args
 from fairseq_ext.s2s_ft.convert import load_pretrained
 from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, mask_index
 from fairseq_ext.s2s_ft.noising import noise_tokens
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
+
+from ._positions import fill_positions
+
+DEFAULT_TARGET_POSITIONS = 128
+"""Summary length when neither the task nor the flags give one; the source gets the rest of
+``--max-positions``."""
 
 
 @dataclass
@@ -59,14 +66,19 @@ class S2SFTConfig(FairseqDataclass):
         metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
                   "from; its vocabulary must be the data's (ignored when loading a checkpoint)"},
     )
-    max_source_positions: int = II("task.max_source_positions")
-    max_target_positions: int = II("task.max_target_positions")
+    max_source_positions: Optional[int] = II("task.max_source_positions")
+    max_target_positions: Optional[int] = II("task.max_target_positions")
 
 
 @register_model("s2s_ft", dataclass=S2SFTConfig)
 class S2SFTModel(FairseqEncoderDecoderModel):
     """s2s-ft: the encoder and the decoder are one Transformer under seq2seq masks
     (``encoder.body is decoder.body``)."""
+
+    @classmethod
+    def add_args(cls, parser):
+        """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
+        add_dataclass_args(parser, getattr(cls, "__dataclass")(), delete_default=True)
 
     def __init__(self, cfg: S2SFTConfig, encoder, decoder, dictionary):
         super().__init__(encoder, decoder)
@@ -81,6 +93,9 @@ class S2SFTModel(FairseqEncoderDecoderModel):
             raise ValueError("s2s-ft reads source and target with one embedding: use a joined dictionary")
         if getattr(task.cfg, "left_pad_target", False):
             raise ValueError("s2s-ft needs right-padded targets (--left-pad-target False)")
+        # limits not given: a summary of DEFAULT_TARGET_POSITIONS, the rest for the source
+        fill_positions(cfg, lambda target: cfg.max_positions - int(cfg.prepend_bos) - target,
+                       DEFAULT_TARGET_POSITIONS)
         needed = cfg.max_source_positions + int(cfg.prepend_bos) + cfg.max_target_positions
         if needed > cfg.max_positions:
             raise ValueError(

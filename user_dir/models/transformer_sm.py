@@ -22,6 +22,7 @@ Eq. 1 read literally).
 """
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -42,6 +43,13 @@ from omegaconf import II
 
 from fairseq_ext.transformer_sm import ARTICLE, SUMMARY, JointEmbedding, causal_mask, summary_positions
 from fairseq_ext.transformer_sm.layout import POSITION_MODES, article_positions
+
+from ._positions import fill_positions
+
+DEFAULT_ARTICLE_POSITIONS = 512
+DEFAULT_SUMMARY_POSITIONS = 110
+"""Article and summary limits when neither the task nor the flags give them (the paper
+truncates articles to 512 and summaries to 110 BPE tokens)."""
 
 
 @dataclass
@@ -82,8 +90,8 @@ class TransformerSMConfig(FairseqDataclass):
         metadata={"help": "restart: summary positions start again at 0 (public code); "
                   "continue: they follow the article"},
     )
-    max_source_positions: int = II("task.max_source_positions")
-    max_target_positions: int = II("task.max_target_positions")
+    max_source_positions: Optional[int] = II("task.max_source_positions")
+    max_target_positions: Optional[int] = II("task.max_target_positions")
 
 
 class ArticleEncoder(FairseqEncoder):
@@ -271,6 +279,7 @@ class TransformerSMModel(FairseqEncoderDecoderModel):
             )
         if len(task.source_dictionary) != len(task.target_dictionary):
             raise ValueError("transformer_sm needs one joined dictionary for articles and summaries")
+        fill_positions(cfg, DEFAULT_ARTICLE_POSITIONS, DEFAULT_SUMMARY_POSITIONS)
         decoder = TransformerSMDecoder(cfg, task.target_dictionary)
         capacity = decoder.summary_capacity(cfg.max_source_positions)
         if cfg.max_source_positions > cfg.max_positions or cfg.max_target_positions > capacity:
@@ -289,9 +298,15 @@ class TransformerSMModel(FairseqEncoderDecoderModel):
     def max_decoder_positions(self):
         return min(self.cfg.max_target_positions, self.decoder.summary_capacity(self.cfg.max_source_positions))
 
+    def max_positions(self):
+        """(article, summary) limits: the summary's is what fits beside the longest article."""
+        return (self.encoder.max_positions(), self.max_decoder_positions())
+
 
 def _set_default(args, name, value):
     setattr(args, name, getattr(args, name, value))
+
+
 
 
 @register_model_architecture("transformer_sm", "transformer_sm_gpt")

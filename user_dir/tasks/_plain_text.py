@@ -18,6 +18,9 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask
 from omegaconf import II
 
+from fairseq_ext.data.binarized import check_binarized
+from fairseq_ext.fairseq_fixes import add_dataclass_args
+
 logger = logging.getLogger(__name__)
 
 BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
@@ -41,6 +44,11 @@ class PlainTextTask(FairseqTask):
         self.dictionary = dictionary
 
     @classmethod
+    def add_args(cls, parser):
+        """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
+        add_dataclass_args(parser, getattr(cls, "__dataclass")())
+
+    @classmethod
     def load_plain_dictionary(cls, cfg, task_name):
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
         if not os.path.exists(path):
@@ -52,6 +60,8 @@ class PlainTextTask(FairseqTask):
         """The binarized lines of ``split`` (the data path rotates with the epoch)."""
         paths = utils.split_paths(self.cfg.data)
         path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        if self.cfg.dataset_impl != "raw" and (os.path.isfile(path + ".idx") or os.path.isfile(path + ".bin")):
+            check_binarized(path)  # names the file when it is empty, truncated or half missing
         lines = data_utils.load_indexed_dataset(path, self.dictionary, self.cfg.dataset_impl, combine=combine)
         if lines is None:
             raise FileNotFoundError(f"dataset not found: {split} ({path})")

@@ -2,15 +2,26 @@
 
 The data directory is what ``python -m preprocess.prepare`` writes to ``OUT/bin``: a
 ``source``/``target`` pair binarized with one joined dictionary and the sentencepiece model
-``spm.model`` beside it. On top of :class:`~fairseq.tasks.translation.TranslationTask` it
-adds counted truncation of long sources (and targets), an optional instruction prefix
-(grounded pre-training), and ROUGE on the validation set during training, usable as
-``--best-checkpoint-metric rougeL --maximize-best-checkpoint-metric``, and BLEU (fairseq's
-``--eval-bleu`` flags: sacrebleu corpus BLEU on text decoded with the data's sentencepiece or
-WordPiece model, :mod:`fairseq_ext.scoring.validation`), usable as ``--best-checkpoint-metric
-bleu``. ROUGE and BLEU score the same hypotheses, generated once per validation batch.
+``spm.model`` beside it (or, for BERT data, the WordPiece ``vocab.txt``). On top of
+:class:`~fairseq.tasks.translation.TranslationTask` it adds counted truncation of long sources
+(and targets), an optional instruction prefix (grounded pre-training), ROUGE on the validation
+set during training (usable as ``--best-checkpoint-metric rougeL
+--maximize-best-checkpoint-metric``), BLEU (fairseq's ``--eval-bleu`` flags: sacrebleu corpus
+BLEU on text decoded with the data's sentencepiece or WordPiece model,
+:mod:`fairseq_ext.scoring.validation`; usable as ``--best-checkpoint-metric bleu``; ROUGE and
+BLEU score the same hypotheses, generated once per validation batch), and checks of the
+binarized files before fairseq reads them.
+
+Length limits: ``--max-source-positions``/``--max-target-positions`` default to the model's
+own (its ``--arch`` when training, the checkpoint's when generating), and sources are never cut
+longer than the model takes: the limit used is the smaller of the flag and the model's
+(``utils.resolve_max_positions``, as fairseq filters batches). fairseq 0.12.3's ``translation``
+task instead defaults both to 1024, so a model trained at 512 and generated without the flag got
+sources of 1024 tokens and fairseq-generate stopped at the first long one ("Size of sample #43
+is invalid").
 """
 
+import itertools
 import logging
 import os
 from argparse import Namespace
@@ -26,7 +37,9 @@ from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
-from fairseq_ext.fairseq_fixes import fix_ngram_blocking
+from fairseq_ext.data.binarized import check_pair
+from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
+from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
@@ -34,6 +47,8 @@ from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
 logger = logging.getLogger(__name__)
 
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
+TEXT_CODECS = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
+"""The data's text codec, by file name, in the order it is looked for in each directory."""
 
 
 @dataclass
@@ -44,14 +59,24 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     target_lang: Optional[str] = field(
         default="target", metadata={"help": "target suffix of the binarized files", "argparse_alias": "-t"}
     )
+    max_source_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": "longest source, in tokens; default: the model's (its --arch when training, "
+                  "the checkpoint's when generating); never more than the model takes"},
+    )
+    max_target_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": "longest target, in tokens; default: the model's; never more than the model takes"},
+    )
     truncate_source: bool = field(
         default=True,
         metadata={"help": "truncate sources to --max-source-positions (counted in the log); "
-                  "when off, over-long sources are left to fairseq's size filter"},
+                  "with --no-truncate-source, over-long sources are left to fairseq's size filter"},
     )
     truncate_target: bool = field(
         default=True,
-        metadata={"help": "truncate training targets to --max-target-positions (counted in the log)"},
+        metadata={"help": "truncate targets to --max-target-positions (counted in the log); "
+                  "--no-truncate-target leaves them to fairseq's size filter"},
     )
     instruction: Optional[str] = field(
         default=None,
@@ -60,7 +85,12 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     )
     spm_model: Optional[str] = field(
         default=None,
-        metadata={"help": "sentencepiece model of the data; default: spm.model in the data directory"},
+        metadata={"help": "sentencepiece model of the data; default: vocab.txt (WordPiece) or spm.model "
+                  "in the data directory or its parent"},
+    )
+    wordpiece_vocab: Optional[str] = field(
+        default=None,
+        metadata={"help": "WordPiece vocab.txt of the data (BERT data); default: see --spm-model"},
     )
     eval_rouge: bool = field(
         default=False, metadata={"help": "generate the validation set and log ROUGE-1/2/L F1"}
@@ -84,27 +114,90 @@ class AbstractiveSummarizationTask(TranslationTask):
     def __init__(self, cfg, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self._spm = None
-        self.instruction_tokens = self.encode_text(cfg.instruction) if cfg.instruction else torch.LongTensor()
+        self._instruction_tokens = None
+        self.model_max_positions = None  # (source, target) of the model(s) built by this task
+        self.extra_text_codecs = []  # (kind, path) also tried for the text codec (the hub adds some)
+
+    @classmethod
+    def add_args(cls, parser):
+        """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
+        add_dataclass_args(parser, getattr(cls, "__dataclass")())
+
+    # ------------------------------------------------------------------ limits
+    @property
+    def source_limit(self):
+        """The longest source: ``--max-source-positions`` or the model's, whichever is smaller
+        (None while neither is known)."""
+        return self.max_positions()[0]
+
+    @property
+    def target_limit(self):
+        return self.max_positions()[1]
+
+    def max_positions(self):
+        return utils.resolve_max_positions(
+            (self.cfg.max_source_positions, self.cfg.max_target_positions), self.model_max_positions
+        )
 
     # ------------------------------------------------------------------ text
     @property
-    def spm_model_path(self):
-        if self.cfg.spm_model:
-            return self.cfg.spm_model
-        return os.path.join(utils.split_paths(self.cfg.data)[0], "spm.model")
+    def instruction_tokens(self):
+        """The encoded ``--instruction`` (empty without one), on first use."""
+        if self._instruction_tokens is None:
+            text = self.cfg.instruction
+            self._instruction_tokens = self.encode_text(text) if text else torch.LongTensor()
+        return self._instruction_tokens
+
+    def text_codec_candidates(self):
+        """``(kind, path)`` places of the data's text codec, in the order they are tried: the
+        ``--spm-model``/``--wordpiece-vocab`` given, else ``vocab.txt`` then ``spm.model`` in the
+        data directory and in its parent (``prepare`` writes both ``OUT/spm.model`` and
+        ``OUT/bin/spm.model``), then :attr:`extra_text_codecs`."""
+        given = [("sentencepiece", self.cfg.spm_model), ("wordpiece", self.cfg.wordpiece_vocab)]
+        given = [(kind, path) for kind, path in given if path]
+        if given:
+            return given
+        data = utils.split_paths(self.cfg.data)[0]
+        directories = [data, os.path.dirname(os.path.abspath(data))]
+        found = [(kind, os.path.join(d, name)) for d in directories for kind, name in TEXT_CODECS]
+        return found + list(self.extra_text_codecs)
+
+    def find_text_codec(self):
+        """The first existing ``(kind, path)`` of :meth:`text_codec_candidates`; a
+        :class:`FileNotFoundError` listing every place tried when there is none."""
+        candidates = self.text_codec_candidates()
+        for kind, path in candidates:
+            if path and os.path.isfile(path):
+                return kind, path
+        raise FileNotFoundError(
+            "no sentencepiece model or WordPiece vocabulary for this data: tried "
+            + ", ".join(str(path) for _, path in candidates)
+            + " (give --spm-model or --wordpiece-vocab; the hub takes spm_model=...)"
+        )
 
     @property
     def spm(self):
-        """fairseq's sentencepiece BPE over the data's model, built on first use."""
+        """The data's text codec (``encode``/``decode`` like a fairseq BPE), built on first
+        use: fairseq's sentencepiece BPE, or WordPiece for BERT data."""
         if self._spm is None:
-            path = self.spm_model_path
-            if not os.path.exists(path):
-                raise FileNotFoundError(
-                    f"sentencepiece model not found: {path} (give --spm-model, or use the data "
-                    "directory that python -m preprocess.prepare wrote)"
-                )
-            self._spm = encoders.build_bpe(Namespace(bpe="sentencepiece", sentencepiece_model=path))
+            kind, path = self.find_text_codec()
+            if kind == "wordpiece":
+                self._spm = WordPieceCodec(path)
+            else:
+                self._spm = encoders.build_bpe(Namespace(bpe="sentencepiece", sentencepiece_model=path))
+            logger.info(f"text codec: {kind} {path}")
         return self._spm
+
+    def build_bpe(self, args):
+        """fairseq's ``--bpe`` when one is given; else the data's own codec (so that
+        fairseq-interactive reads raw text and fairseq-generate's ``D-`` lines are text)."""
+        if getattr(args, "_name", None) is not None:
+            return super().build_bpe(args)
+        try:
+            return self.spm
+        except FileNotFoundError as err:
+            logger.warning(f"no --bpe given and {err}: text is read and written as tokens")
+            return None
 
     def encode_text(self, text, append_eos=False):
         """Raw text -> token ids of the joined dictionary (no ``</s>`` unless asked)."""
@@ -119,21 +212,22 @@ class AbstractiveSummarizationTask(TranslationTask):
     # ------------------------------------------------------------------ data
     def _source_view(self, dataset, split):
         """Prefix and (counted) truncation of a source dataset."""
-        limit = self.cfg.max_source_positions if self.cfg.truncate_source else None
+        limit = self.source_limit if self.cfg.truncate_source else None
         prefix = self.instruction_tokens
-        n_long, longest = count_overlong(np.asarray(dataset.sizes) + len(prefix), self.cfg.max_source_positions)
+        # sizes may be a list: fairseq-interactive (0.12.3) builds its dataset from a list of lengths
+        n_long, longest = count_overlong(np.asarray(dataset.sizes) + len(prefix), self.source_limit)
         if n_long:
             action = "truncated" if limit is not None else "left to the size filter"
             logger.info(
                 f"{split}: {n_long} of {len(dataset)} sources (with instruction) are longer than "
-                f"{self.cfg.max_source_positions} tokens (longest {longest}): {action}"
+                f"{self.source_limit} tokens (longest {longest}): {action}"
             )
         if limit is None and len(prefix) == 0:
             return dataset
         return PrefixTruncateDataset(dataset, prefix, limit, self.src_dict.eos())
 
     def _target_view(self, dataset, split):
-        limit = self.cfg.max_target_positions
+        limit = self.target_limit
         n_long, longest = count_overlong(dataset.sizes, limit)
         if n_long:
             action = "truncated" if self.cfg.truncate_target else "left to the size filter"
@@ -145,19 +239,39 @@ class AbstractiveSummarizationTask(TranslationTask):
             return dataset
         return PrefixTruncateDataset(dataset, torch.LongTensor(), limit, self.tgt_dict.eos())
 
+    def check_split(self, data_path, split):
+        """Refuse a binarized split that is missing a file, empty, truncated or unaligned,
+        naming the file (fairseq 0.12.3 would fail later or without naming it); shards
+        ``split1``, ``split2``, ... are checked as fairseq's ``combine`` finds them."""
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        if self.cfg.dataset_impl == "raw":
+            return
+        for shard in itertools.count():
+            name = split + (str(shard) if shard > 0 else "")
+            forward, backward = f"{name}.{src}-{tgt}", f"{name}.{tgt}-{src}"
+            pair = next((p for p in (forward, backward) if _any_file(os.path.join(data_path, f"{p}.{src}"))), None)
+            if pair is None:
+                if shard == 0:
+                    raise FileNotFoundError(
+                        f"no binarized {split} split in {data_path}: expected {forward}.{src}.idx/.bin "
+                        f"and {forward}.{tgt}.idx/.bin (python -m preprocess.prepare writes them)"
+                    )
+                return
+            check_pair(os.path.join(data_path, f"{pair}.{src}"), os.path.join(data_path, f"{pair}.{tgt}"))
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.cfg.data)
         if split != self.cfg.train_subset:
             paths = paths[:1]
         data_path = paths[(epoch - 1) % len(paths)]
+        self.check_split(data_path, split)
         pair = load_langpair_dataset(
             data_path, split,
             self.cfg.source_lang, self.src_dict, self.cfg.target_lang, self.tgt_dict,
             combine=combine, dataset_impl=self.cfg.dataset_impl,
             upsample_primary=self.cfg.upsample_primary,
             left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
-            max_source_positions=self.cfg.max_source_positions,
-            max_target_positions=self.cfg.max_target_positions,
+            max_source_positions=self.source_limit, max_target_positions=self.target_limit,
             truncate_source=False, shuffle=(split != "test"),
             pad_to_multiple=self.cfg.required_seq_len_multiple,
         )
@@ -180,12 +294,22 @@ class AbstractiveSummarizationTask(TranslationTask):
         )
 
     def build_generator(self, models, args, *rest, **kwargs):
-        """fairseq's generator with n-gram blocking that works on CPU (see fairseq_fixes)."""
-        return fix_ngram_blocking(super().build_generator(models, args, *rest, **kwargs))
+        """fairseq's generator with n-gram blocking that works on CPU and the beam size told
+        to the model at every size (see fairseq_fixes)."""
+        generator = super().build_generator(models, args, *rest, **kwargs)
+        return fix_decoder_beam_size(fix_ngram_blocking(generator))
 
-    # ------------------------------------------------------------------ ROUGE
+    # ------------------------------------------------------------------ model
     def build_model(self, cfg, from_checkpoint=False):
+        """fairseq's model, whose length limits this task then keeps to (an ensemble: the
+        smallest); sets up the validation generator for ``--eval-rouge``."""
         model = super(TranslationTask, self).build_model(cfg, from_checkpoint)
+        self.model_max_positions = utils.resolve_max_positions(self.model_max_positions, model.max_positions())
+        asked = (self.cfg.max_source_positions, self.cfg.max_target_positions)
+        for side, wanted, allowed in zip(("source", "target"), asked, self.max_positions()):
+            if wanted is not None and allowed is not None and wanted > allowed:
+                logger.warning(f"--max-{side}-positions {wanted} is more than the model takes: "
+                               f"{side}s are limited to {allowed} tokens")
         if self.cfg.eval_rouge or self.cfg.eval_bleu:
             gen_args = validation_generation_args(
                 self.cfg.eval_rouge, self.cfg.eval_rouge_args, self.cfg.eval_bleu, self.cfg.eval_bleu_args
@@ -249,3 +373,7 @@ class AbstractiveSummarizationTask(TranslationTask):
                 return round(100.0 * meters[f"_{key}_sum"].sum / meters["_rouge_count"].sum, 2)
 
             metrics.log_derived(key, derive)
+
+
+def _any_file(prefix):
+    return os.path.isfile(prefix + ".idx") or os.path.isfile(prefix + ".bin")

@@ -8,9 +8,9 @@ Each binarized pair becomes the joint row of Transformer-SM (the public code's
     target:                                             s_1 .. s_N </s>
 
 ``<delim>`` is added to the joined dictionary when it is loaded. Articles are truncated to
-``--max-source-positions`` (512 by default, ``<s>`` included) and summaries to
-``--max-target-positions`` (110, ``</s>`` included), with counts in the log (the paper
-truncates articles to 512 and summaries to 110 BPE tokens). Generation starts every
+``--max-source-positions`` (``<s>`` included) and summaries to ``--max-target-positions``
+(``</s>`` included), with counts in the log; both default to the model's (the architectures:
+512 and 110, as the paper truncates articles to 512 and summaries to 110 BPE tokens). Generation starts every
 hypothesis from ``<delim>`` after the article, so fairseq-generate, ``--eval-rouge`` and the hub
 run unchanged; with the ``transformer_sm`` model this is the paper's conditioning on
 "the article tokens, the delimiter token, and any previously generated summary tokens".
@@ -18,6 +18,7 @@ run unchanged; with the ``transformer_sm`` model this is the paper's conditionin
 
 import logging
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 import torch
@@ -36,11 +37,13 @@ class TransformerSMTaskConfig(AbstractiveSummarizationConfig):
     left_pad_source: bool = field(
         default=False, metadata={"help": "must stay off: Transformer-SM reads right-padded articles"}
     )
-    max_source_positions: int = field(
-        default=512, metadata={"help": "article length limit, <s> included (the paper: 512)"}
+    max_source_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": "article length limit, <s> included; default: the model's (--arch: 512, the paper)"},
     )
-    max_target_positions: int = field(
-        default=110, metadata={"help": "summary length limit, </s> included (the paper: 110)"}
+    max_target_positions: Optional[int] = field(
+        default=None,
+        metadata={"help": "summary length limit, </s> included; default: the model's (--arch: 110, the paper)"},
     )
 
 
@@ -73,7 +76,7 @@ class TransformerSMTask(AbstractiveSummarizationTask):
     def _source_view(self, dataset, split):
         """``<s> [instruction] article`` without ``</s>``, truncated (counted) to the limit."""
         prefix = torch.cat([torch.LongTensor([self.src_dict.bos()]), self.instruction_tokens])
-        limit = self.cfg.max_source_positions
+        limit = self.source_limit
         n_long, longest = count_overlong(np.asarray(dataset.sizes) - 1 + len(prefix), limit)
         if n_long:
             action = "truncated" if self.cfg.truncate_source else "left to the size filter"

@@ -96,14 +96,15 @@ class ZCodeppGroundedTask(AbstractiveSummarizationTask):
                                                f"{self.cfg.source_lang}.idx")):
                 logger.info(f"{split}: corpus {name} has no {split} split ({path}); skipped")
                 continue
+            self.check_split(path, split)
             pair = load_langpair_dataset(
                 path, split, self.cfg.source_lang, self.src_dict, self.cfg.target_lang, self.tgt_dict,
                 combine=combine, dataset_impl=self.cfg.dataset_impl, upsample_primary=1,
                 left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
-                max_source_positions=self.cfg.max_source_positions,
-                max_target_positions=self.cfg.max_target_positions, truncate_source=False,
+                max_source_positions=self.source_limit, max_target_positions=self.target_limit,
+                truncate_source=False,
             )
-            limit = self.cfg.max_source_positions if self.cfg.truncate_source else None
+            limit = self.source_limit if self.cfg.truncate_source else None
             sources.append(InstructionDataset(pair.src, self._encoded_templates(name), limit,
                                               self.src_dict.eos(), seed=self.cfg.seed, stream=stream))
             targets.append(self._target_view(pair.tgt, f"{split} ({name})"))

@@ -1,0 +1,246 @@
+"""What a user touches, for every model family (fairseq's BART and the five of the plugin), on
+a tiny model trained for one update at short limits (64 source, 24 target tokens) on real
+ACLSum (sentencepiece; s2s-ft and ProphetNet's converted-checkpoint data: BERT WordPiece):
+
+* fairseq-generate and fairseq-interactive without length flags take the model's limits
+  (the task's default used to be 1024: "Size of sample #0 is invalid");
+* fairseq-interactive reads documents on stdin and prints summaries (it crashed on the list
+  of lengths it hands the task);
+* the hub: beam 4 then beam 1 on one object (a stale decoder beam size crashed BART), bad
+  input refused with an error that names it, input cleaned as ``preprocess`` cleans, the text
+  codec found beside the data or the checkpoint or refused (it used to fall back to
+  whitespace tokens, mostly ``<unk>``).
+"""
+
+import contextlib
+import io
+import logging
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from fairseq import distributed_utils, options, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq_cli import generate as generate_cli
+from fairseq_cli import interactive as interactive_cli
+
+from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
+from harness import USER_DIR, parse_generate_output, prepare_corpus, read_lines, train
+from user_dir import from_pretrained
+
+pytestmark = pytest.mark.e2e
+
+LIMIT = 6
+SOURCE_LIMIT, TARGET_LIMIT = 64, 24
+CODEC_FILES = ("spm.model", "vocab.txt")
+
+
+@dataclass
+class Family:
+    task: str
+    arch: str
+    criterion: str
+    data: str = "sentencepiece"
+    train_args: list = field(default_factory=list)
+
+
+FAMILIES = {
+    "bart": Family("abstractive_summarization", "bart_summ_tiny", "label_smoothed_cross_entropy"),
+    "bart_ls": Family("abstractive_summarization", "bart_ls_tiny", "label_smoothed_cross_entropy"),
+    "prophetnet": Family("abstractive_summarization", "prophetnet_summ_tiny", "ngram_language_loss"),
+    "prophetnet_wordpiece": Family("abstractive_summarization", "prophetnet_summ_tiny", "ngram_language_loss",
+                                   data="wordpiece"),  # the data of converted HF checkpoints
+    "zcodepp": Family("abstractive_summarization", "zcodepp_tiny", "label_smoothed_cross_entropy"),
+    "s2s_ft": Family("s2s_ft_summarization", "s2s_ft_tiny", "s2s_ft", data="wordpiece"),
+    "transformer_sm": Family("transformer_sm", "transformer_sm_tiny", "transformer_sm", train_args=["--mode", "ett"]),
+}
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpora")
+    prepare_wordpiece("aclsum", root / "aclsum_wp", limit=LIMIT)
+    return {
+        "sentencepiece": prepare_corpus("aclsum", root / "aclsum", limit=LIMIT),
+        "wordpiece": root / "aclsum_wp" / "bin",
+    }
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def trained(request, corpora, tmp_path_factory):
+    """(family name, Family, data dir, checkpoint dir) of a model trained for one update."""
+    family = FAMILIES[request.param]
+    data = corpora[family.data]
+    save = tmp_path_factory.mktemp(request.param)
+    train(data, save, family.arch, [
+        "--max-source-positions", str(SOURCE_LIMIT), "--max-target-positions", str(TARGET_LIMIT),
+        "--max-update", "1", "--required-batch-size-multiple", "1", *family.train_args,
+    ], task=family.task, criterion=family.criterion)  # fmt: skip
+    return request.param, family, data, save
+
+
+def _documents(data, n=4):
+    return read_lines(data.parent / "raw" / "test.source")[:n]
+
+
+def _generate(family, data, checkpoint, extra=()):
+    argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--path", str(checkpoint),
+            "--gen-subset", "test", "--beam", "2", "--max-len-b", "6", "--batch-size", "4",
+            "--required-batch-size-multiple", "1", "--num-workers", "0", *extra]
+    args = options.parse_args_and_arch(options.get_generation_parser(), argv)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        generate_cli.main(args)
+    return parse_generate_output(out.getvalue())
+
+
+def _interactive(family, data, checkpoint, documents, monkeypatch):
+    argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--path", str(checkpoint),
+            "--beam", "2", "--max-len-b", "6", "--buffer-size", str(len(documents)),
+            "--batch-size", str(len(documents)), "--num-workers", "0"]
+    args = options.parse_args_and_arch(options.get_interactive_generation_parser(), argv)
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(doc + "\n" for doc in documents)))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        distributed_utils.call_main(convert_namespace_to_omegaconf(args), interactive_cli.main)
+    return parse_generate_output(out.getvalue())
+
+
+def _assert_text(summaries, n):
+    assert len(summaries) == n
+    assert all(s.strip() for s in summaries)
+    assert not any("\u2581" in s or " ##" in s for s in summaries), summaries  # pieces decoded
+
+
+# ---------------------------------------------------------------- limits (item 1)
+
+
+def test_training_without_length_flags_takes_the_models_limits(trained):
+    name, family, data, _ = trained
+    argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--arch", family.arch,
+            "--criterion", family.criterion]
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    source, target = task.max_positions()
+    assert isinstance(source, int) and isinstance(target, int) and source > SOURCE_LIMIT
+    assert (source, target) == tuple(model.max_positions())
+
+
+def test_generate_without_length_flags_uses_the_checkpoints_limits(trained, caplog):
+    name, family, data, save = trained
+    with caplog.at_level(logging.INFO):
+        hyps = _generate(family, data, save / "checkpoint_last.pt")
+    _assert_text(hyps, LIMIT)
+    assert any(f"longer than {SOURCE_LIMIT} tokens" in r.getMessage() and "truncated" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_larger_flag_than_the_model_takes_is_capped_with_a_warning(trained, caplog):
+    name, family, data, save = trained
+    with caplog.at_level(logging.WARNING):
+        hyps = _generate(family, data, save / "checkpoint_last.pt", ["--max-source-positions", "4096"])
+    _assert_text(hyps, LIMIT)
+    assert any(f"--max-source-positions 4096 is more than the model takes: sources are limited to {SOURCE_LIMIT}"
+               in r.getMessage() for r in caplog.records)
+
+
+# ---------------------------------------------------------------- interactive (item 2)
+
+
+def test_interactive_reads_documents_on_stdin_and_prints_summaries(trained, monkeypatch):
+    name, family, data, save = trained
+    documents = _documents(data)
+    documents[1] = documents[1][:200]  # lengths that differ within the batch, one under the limit
+    summaries = _interactive(family, data, save / "checkpoint_last.pt", documents, monkeypatch)
+    _assert_text(summaries, len(documents))
+
+
+# ---------------------------------------------------------------- hub (item 4)
+
+
+def test_hub_beam_4_then_1_then_3_on_one_object(trained):
+    name, family, data, save = trained
+    hub = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data))
+    document = _documents(data, 1)[0]
+    first = hub.summarize(document, beam=4, max_len_b=5)
+    after = [hub.summarize(document, beam=beam, max_len_b=5) for beam in (1, 3, 4)]
+    fresh = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data))
+    assert after == [fresh.summarize(document, beam=beam, max_len_b=5) for beam in (1, 3, 4)]
+    assert after[-1] == first
+
+
+def test_hub_refuses_bad_input_naming_it(trained):
+    name, family, data, save = trained
+    hub = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data))
+    document = _documents(data, 1)[0]
+    refused = [
+        (None, {}, TypeError, r"documents must be a string or a list of strings, got NoneType"),
+        (42, {}, TypeError, r"got int"),
+        (b"bytes", {}, TypeError, r"got bytes"),
+        ([document, None], {}, TypeError, r"documents\[1\] is NoneType, not str"),
+        ([document, 7], {}, TypeError, r"documents\[1\] is int, not str"),
+        ([b"raw"], {}, TypeError, r"documents\[0\] is bytes, not str \(decode bytes to str first\)"),
+        ([document, "\x00\x01\x07 \t\x0b\x7f"], {}, ValueError, r"positions \[1\] are empty after cleaning"),
+        (["   "], {}, ValueError, r"positions \[0\] are empty"),
+        (document, {"beam": 0}, ValueError, r"beam must be an integer >= 1, got 0"),
+        (document, {"beam": 2.5}, ValueError, r"beam must be an integer >= 1, got 2.5"),
+        (document, {"batch_size": 0}, ValueError, r"batch_size must be an integer >= 1, got 0"),
+        (document, {"max_len_b": -1}, ValueError, r"max_len_b must be an integer >= 0"),
+        (document, {"lenpen": "2"}, ValueError, r"lenpen must be a number"),
+    ]
+    for documents, kwargs, error, message in refused:
+        with pytest.raises(error, match=message):
+            hub.summarize(documents, **kwargs)
+    assert hub.summarize([]) == []
+
+
+def test_hub_cleans_input_as_preprocess_does(trained, caplog):
+    name, family, data, save = trained
+    hub = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data))
+    document = " ".join(_documents(data, 1)[0].split()[:40])
+    dirty = "\ufeff" + document.replace(" ", " \x00", 3).replace(" ", "\t\x07 ", 2) + "\r\n"
+    with caplog.at_level(logging.WARNING):
+        assert hub.summarize(dirty, beam=2, max_len_b=5) == hub.summarize(document, beam=2, max_len_b=5)
+    repairs = " ".join(r.getMessage() for r in caplog.records)
+    assert "NUL characters" in repairs and "control characters" in repairs
+    with caplog.at_level(logging.WARNING):
+        assert isinstance(hub.summarize(document + " caf\udce9", beam=2, max_len_b=5), str)
+    assert any("invalid UTF-8" in r.getMessage() for r in caplog.records)
+
+
+def test_hub_finds_the_text_codec_beside_the_data_or_the_checkpoint_or_refuses(trained, tmp_path):
+    name, family, data, save = trained
+    codec = next(data / f for f in CODEC_FILES if (data / f).is_file())
+    bare = Path(shutil.copytree(data, tmp_path / "corpus" / "bin", ignore=shutil.ignore_patterns(*CODEC_FILES)))
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    shutil.copyfile(save / "checkpoint_last.pt", model_dir / "checkpoint_last.pt")
+    document = _documents(data, 1)[0]
+    expected = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data)).summarize(
+        document, beam=2, max_len_b=5)
+
+    tried = rf"no sentencepiece model or WordPiece vocabulary .*{re.escape(str(bare / 'spm.model'))}"
+    with pytest.raises(FileNotFoundError, match=tried + rf".*{re.escape(str(model_dir / 'vocab.txt'))}"):
+        from_pretrained(str(model_dir), "checkpoint_last.pt", data_name_or_path=str(bare))
+    for place in (model_dir, bare.parent):  # the checkpoint's directory, then the data's parent
+        shutil.copyfile(codec, place / codec.name)
+        hub = from_pretrained(str(model_dir), "checkpoint_last.pt", data_name_or_path=str(bare))
+        assert hub.summarize(document, beam=2, max_len_b=5) == expected
+        (place / codec.name).unlink()
+    kind = "spm_model" if codec.name == "spm.model" else "wordpiece_vocab"
+    hub = from_pretrained(str(model_dir), "checkpoint_last.pt", data_name_or_path=str(bare), **{kind: str(codec)})
+    assert hub.summarize(document, beam=2, max_len_b=5) == expected
+
+
+def test_hub_names_a_missing_directory_or_checkpoint(trained, tmp_path):
+    name, family, data, save = trained
+    with pytest.raises(FileNotFoundError, match=rf"model directory not found: {re.escape(str(tmp_path))}/nowhere"):
+        from_pretrained(str(tmp_path / "nowhere"), "checkpoint_last.pt", data_name_or_path=str(data))
+    with pytest.raises(FileNotFoundError, match=r"checkpoint not found: .*checkpoint_best9\.pt \(checkpoints in "
+                       r".*'checkpoint_last\.pt'"):
+        from_pretrained(str(save), "checkpoint_best9.pt", data_name_or_path=str(data))
+    with pytest.raises(FileNotFoundError, match=rf"data directory not found: {re.escape(str(tmp_path))}/no_data"):
+        from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(tmp_path / "no_data"))
