@@ -84,6 +84,7 @@ TINY_ARCH = {
 PLACEHOLDERS = {
     "/path/to/cnndm": "pair_corpus",
     "/path/to/prophetnet-large-uncased-cnndm": "hf_prophetnet",
+    "/path/to/local/deberta-v3-base": "hf_deberta_v3",
 }
 DIRECTIVE = re.compile(r"<!--\s*doc-test:\s*(skip|setup)\b(.*?)-->", re.S)
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -301,6 +302,23 @@ def _build_pair_corpus(target):
         data = load_aclsum(source, LIMIT)
         (target / f"{split}.source").write_text("".join(s + "\n" for s in data.sources), encoding="utf-8")
         (target / f"{split}.target").write_text("".join(t + "\n" for t in data.targets), encoding="utf-8")
+
+
+def _build_hf_deberta_v3(target):
+    """A randomly initialized HF DeBERTa-v3 of a tiny size with the released checkpoints'
+    settings (epsilon 1e-7, 256 buckets, max distance -1, p2c|c2p), saved as a released
+    checkpoint directory is laid out."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    config = DebertaV2Config(
+        vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=512, relative_attention=True, position_buckets=256, max_relative_positions=-1,
+        pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm", layer_norm_eps=1e-7,
+        hidden_act="gelu", type_vocab_size=0, position_biased_input=False,
+    )
+    torch.manual_seed(0)
+    DebertaV2Model(config).save_pretrained(target)
 
 
 def _build_hf_prophetnet(target):
