@@ -18,6 +18,8 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask
 from omegaconf import II
 
+from ._batch_seed import BatchSeededTrainStep
+
 logger = logging.getLogger(__name__)
 
 BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
@@ -33,7 +35,7 @@ class PlainTextConfig(FairseqDataclass):
     dataset_impl: Optional[ChoiceEnum(get_available_dataset_impl())] = II("dataset.dataset_impl")
 
 
-class PlainTextTask(FairseqTask):
+class PlainTextTask(BatchSeededTrainStep, FairseqTask):
     """One dictionary for both sides; lines or blocks of plain text per split."""
 
     def __init__(self, cfg, dictionary):

@@ -21,9 +21,12 @@ from fairseq.data import LanguagePairDataset, ListDataset, encoders
 from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
+from omegaconf import II
 
 from fairseq_ext.fairseq_fixes import fix_ngram_blocking
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
+
+from ._batch_seed import BatchSeededTrainStep
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +70,11 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis and reference per validation batch"}
     )
+    seed: int = II("common.seed")
 
 
 @register_task("abstractive_summarization", dataclass=AbstractiveSummarizationConfig)
-class AbstractiveSummarizationTask(TranslationTask):
+class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
     """Document -> summary with counted truncation, instruction prefixes and ROUGE."""
 
     cfg: AbstractiveSummarizationConfig
