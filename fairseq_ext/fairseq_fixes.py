@@ -42,6 +42,10 @@ Distributed training and mixed precision (issue: one job over N processes, on CP
 9. :func:`fix_all_gather_list_on_cpu`: ``distributed_utils.all_gather_list`` (logging outputs
    that cannot be summed) allocated its buffer with ``torch.cuda.ByteTensor`` and pinned
    memory, so it failed in every CPU (gloo) job; it now uses the process group's device.
+10. :func:`fix_resume_broadcast`: a distributed run could not resume (CPU and GPUs alike):
+    rank 0 reads ``checkpoint_last.pt`` and sends the state to the other ranks, which
+    unpickle it with torch's ``weights_only=True`` default and refuse the omegaconf config
+    inside. The receiving ranks now unpickle their peer's message in full (see the function).
 """
 
 import functools
@@ -385,6 +389,41 @@ def fix_all_gather_list_on_cpu():
     _patch(distributed_utils, "all_gather_list", cpu_all_gather_list)
 
 
+# --------------------------------------------------------------------------- 10. resume
+def trusted_broadcast_receive(broadcast_object_slow):
+    """Wrap ``distributed_utils._broadcast_object_slow`` (how rank 0 hands the resumed state to
+    the other ranks): the receiving side unpickles with ``weights_only=False``.
+
+    The bytes are rank 0's in-memory state of this same job, sent over the job's own process
+    group, and rank 0 read the checkpoint file through the plugin's guarded loader
+    (:mod:`fairseq_ext.checkpoint`). Every rank already trusts rank 0 with its weights and
+    gradients; the file on disk is what ``weights_only`` protects, and it still does. The
+    sending side and the wire format are fairseq's, unchanged.
+    """
+    import io
+
+    from fairseq.distributed import utils as distributed_utils
+
+    @functools.wraps(broadcast_object_slow)
+    def wrapped(obj, src_rank, group, dist_device):
+        if distributed_utils.get_rank(group) == src_rank:
+            return broadcast_object_slow(obj, src_rank, group, dist_device)
+        length = torch.LongTensor([0]).to(dist_device)
+        distributed_utils.broadcast(length, src=src_rank, group=group)
+        buffer = torch.ByteTensor(int(length.item())).to(dist_device)
+        distributed_utils.broadcast(buffer, src=src_rank, group=group)
+        return torch.load(io.BytesIO(buffer.cpu().numpy()), map_location="cpu", weights_only=False)
+
+    return wrapped
+
+
+def fix_resume_broadcast():
+    """Fix 10 (fairseq 0.12.3 on torch >= 2.6): distributed runs resume."""
+    from fairseq.distributed import utils as distributed_utils
+
+    _patch(distributed_utils, "_broadcast_object_slow", trusted_broadcast_receive)
+
+
 def fix_dropped_last_batch():
     """Fix 2 (fairseq 0.12.3): :func:`keep_last_batch` on ``data_utils.batch_by_size``."""
     from fairseq.data import data_utils
@@ -402,6 +441,7 @@ FIXES = (
     fix_frozen_ddp,
     fix_bf16_without_tpu,
     fix_all_gather_list_on_cpu,
+    fix_resume_broadcast,
 )
 
 

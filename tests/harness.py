@@ -45,6 +45,27 @@ def train(
 ):
     """``fairseq-train DATA --user-dir user_dir --task ... --arch ARCH`` with small defaults
     (adam, lr 1e-3, one epoch, 2,000 tokens a batch); ``extra`` overrides any of them."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, train_argv(data_dir, save_dir, arch, extra, task, criterion))
+    cfg = convert_namespace_to_omegaconf(args)
+    # fairseq keeps the best validation score on a function attribute: start each run as a
+    # fresh process would (a resumed run reloads it from checkpoint_last.pt)
+    if hasattr(checkpoint_utils.save_checkpoint, "best"):
+        del checkpoint_utils.save_checkpoint.best
+    distributed_utils.call_main(cfg, train_cli.main)
+    return Path(save_dir)
+
+
+def train_argv(
+    data_dir,
+    save_dir,
+    arch,
+    extra=(),
+    task="abstractive_summarization",
+    criterion="label_smoothed_cross_entropy",
+):
+    """The command-line arguments :func:`train` hands to fairseq-train (also usable with the
+    real ``fairseq-train`` binary, e.g. under torchrun)."""
     argv = [
         str(data_dir), "--user-dir", USER_DIR, "--task", task, "--arch", arch,
         "--criterion", criterion, "--save-dir", str(save_dir),
@@ -53,15 +74,7 @@ def train(
         "--log-interval", "1", "--no-epoch-checkpoints",
         "--max-source-positions", "256", "--max-target-positions", "128",
     ]
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
-    cfg = convert_namespace_to_omegaconf(args)
-    # fairseq keeps the best validation score on a function attribute: start each run as a
-    # fresh process would (a resumed run reloads it from checkpoint_last.pt)
-    if hasattr(checkpoint_utils.save_checkpoint, "best"):
-        del checkpoint_utils.save_checkpoint.best
-    distributed_utils.call_main(cfg, train_cli.main)
-    return Path(save_dir)
+    return argv + [str(x) for x in extra]
 
 
 def generate(data_dir, checkpoint, extra=(), subset="test", task="abstractive_summarization"):
