@@ -9,13 +9,14 @@ All calls run fairseq's own CLI entry points (``fairseq_cli.train.main``,
 ``fairseq_cli.generate.main``) on argument lists, exactly as the command line does.
 """
 
+import argparse
 import contextlib
 import io
 import os
 import re
 from pathlib import Path
 
-from fairseq import checkpoint_utils, distributed_utils, options
+from fairseq import checkpoint_utils, distributed_utils, options, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate as generate_cli
 from fairseq_cli import train as train_cli
@@ -45,6 +46,9 @@ def train(
 ):
     """``fairseq-train DATA --user-dir user_dir --task ... --arch ARCH`` with small defaults
     (adam, lr 1e-3, one epoch, 2,000 tokens a batch); ``extra`` overrides any of them."""
+    # the real fairseq-train imports --user-dir from sys.argv before it parses anything
+    # (options.get_parser); with an argument list, import it the same way first
+    utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, train_argv(data_dir, save_dir, arch, extra, task, criterion))
     cfg = convert_namespace_to_omegaconf(args)

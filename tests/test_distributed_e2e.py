@@ -157,11 +157,15 @@ def test_distributed_run_resumes_from_its_checkpoint(corpora, tmp_path):
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_bf16_trains_on_cpu(corpora, tmp_path, family):
-    weights, updates = _weights(_train(corpora, family, tmp_path, ["--bf16", "--max-update", "2"]) / "checkpoint_last.pt")
+    checkpoint = _train(corpora, family, tmp_path, ["--bf16", "--max-update", "2"]) / "checkpoint_last.pt"
+    weights, updates = _weights(checkpoint)
     assert updates == 2
+    common = torch.load(checkpoint, weights_only=True)["cfg"]["common"]
+    assert common["bf16"] and not common["tpu"]
     trained = [w for w in weights.values() if w.is_floating_point()]
-    assert all(w.dtype == torch.bfloat16 for w in trained)  # the model itself ran in bf16
-    assert all(torch.isfinite(w.float()).all() for w in trained)
+    assert all(torch.isfinite(w).all() for w in trained)
+    # fairseq saves in fp32; every weight of a model that ran in bf16 is a bf16 value
+    assert all(torch.equal(w, w.to(torch.bfloat16).float()) for w in trained)
 
 
 def test_tensorboard_logdir_writes_events(corpora, tmp_path):
