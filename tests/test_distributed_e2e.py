@@ -17,6 +17,8 @@ launches on this machine), only rank 0 writing checkpoints, resuming a distribut
 training on CPU for every family, and tensorboard event files.
 """
 
+import importlib.util
+import logging
 import os
 import socket
 import subprocess
@@ -168,14 +170,26 @@ def test_bf16_trains_on_cpu(corpora, tmp_path, family):
     assert all(torch.equal(w, w.to(torch.bfloat16).float()) for w in trained)
 
 
-def test_tensorboard_logdir_writes_events(corpora, tmp_path):
+def test_telemetry_tensorboard_events_and_json_log_plot(corpora, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    logdir = tmp_path / "tb"
+    logdir, log = tmp_path / "tb", tmp_path / "train.log"
     flags = [flag for flag in COMMON if flag != "--disable-validation"]
     corpus, arch, task, criterion, family_flags = FAMILIES["bart"]
-    train(corpora[corpus], tmp_path / "ckpt", arch, [*flags, *family_flags, "--tensorboard-logdir", str(logdir)],
-          task=task, criterion=criterion)  # fmt: skip
+    handler = logging.FileHandler(log)  # what fairseq-train prints to stdout, in its format
+    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
+    root, level = logging.getLogger(), logging.getLogger().level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        train(corpora[corpus], tmp_path / "ckpt", arch,
+              [*flags, *family_flags, "--tensorboard-logdir", str(logdir), "--log-format", "json",
+               "--eval-rouge", "--eval-rouge-args", '{"beam": 1, "max_len_b": 8}'],
+              task=task, criterion=criterion)  # fmt: skip
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
     scalars = {}
     for run in ("train_inner", "train", "valid"):
         events = EventAccumulator(str(logdir / run))
@@ -184,3 +198,22 @@ def test_tensorboard_logdir_writes_events(corpora, tmp_path):
     assert [step for step, _ in scalars["train_inner"]["loss"]] == [1, 2, 3]
     assert all(value > 0 for _, value in scalars["train_inner"]["loss"])
     assert scalars["train"]["loss"][-1][0] == 3 and scalars["valid"]["loss"][-1][0] == 3
+    assert scalars["valid"]["rougeL"][-1][0] == 3
+
+    png = tmp_path / "training.png"
+    _run([sys.executable, str(REPO / "scripts" / "plot_training.py"), str(log), "--out", str(png)])
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    spec = importlib.util.spec_from_file_location("plot_training", REPO / "scripts" / "plot_training.py")
+    plot_training = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot_training)
+    series = plot_training.read_log(log.read_text().splitlines())
+    assert [step for step, _ in series["train_inner"]] == [1, 2, 3]
+    assert series["valid"][-1][0] == 3 and series["valid_rougeL"][-1][0] == 3
+    # the tensorboard scalars and the JSON log are the same numbers (the log rounds to 3 digits)
+    assert series["train_inner"][-1][1] == pytest.approx(scalars["train_inner"]["loss"][-1][1], abs=1e-3)
+
+
+def _run(command):
+    result = subprocess.run(command, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
