@@ -18,7 +18,8 @@
 # Variables: SIZE (small: bart_summ_small, prophetnet_summ_small, bart_ls_base, zcodepp_base,
 # s2s_ft_minilm_l6_h384, transformer_sm_small; tiny: the *_tiny sizes; default small on GPUs,
 # tiny on CPU), UPDATES (10), WARMUP (3, left out of words/s), BATCH (8 documents or blocks per
-# GPU), FAMILIES (all six), PRECISIONS (fp32 fp16 bf16), WORK (runs/gpu_check), DRY_RUN.
+# GPU), FAMILIES (all six), PRECISIONS (fp32 fp16 bf16), ACLSUM_LIMIT (100 papers), WIKI_LIMIT
+# (24 articles), WORK (runs/gpu_check), DRY_RUN.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +34,8 @@ WORK="${WORK:-runs/gpu_check}"
 UPDATES="${UPDATES:-10}"
 WARMUP="${WARMUP:-3}"
 BATCH="${BATCH:-8}"
+ACLSUM_LIMIT="${ACLSUM_LIMIT:-100}"  # papers per split
+WIKI_LIMIT="${WIKI_LIMIT:-24}"       # Wikipedia articles
 FAMILIES="${FAMILIES:-bart prophetnet bart_ls zcodepp s2s_ft transformer_sm}"
 GPUS="$(python -c 'import torch; print(torch.cuda.device_count())')"
 if (( GPUS > 0 )); then
@@ -106,8 +109,14 @@ precision_flags() {
 
 DATA="${WORK}/data"
 if [[ -z "${DRY_RUN:-}" ]]; then
-    [[ -f "${DATA}/aclsum/bin/dict.source.txt" ]] || python -m preprocess.prepare --corpus aclsum --out "${DATA}/aclsum" --vocab-size 4000
-    [[ -f "${DATA}/wiki/bin/dict.txt" ]] || python -m preprocess.prepare --corpus wiki --out "${DATA}/wiki" --vocab-size 4000 --limit 24
+    for family in ${FAMILIES}; do
+        corpus="$(family_args "${family}" | cut -d' ' -f1)"
+        if [[ "${corpus}" == aclsum && ! -f "${DATA}/aclsum/bin/dict.source.txt" ]]; then
+            python -m preprocess.prepare --corpus aclsum --out "${DATA}/aclsum" --vocab-size 4000 --limit "${ACLSUM_LIMIT}"
+        elif [[ "${corpus}" == wiki && ! -f "${DATA}/wiki/bin/dict.txt" ]]; then
+            python -m preprocess.prepare --corpus wiki --out "${DATA}/wiki" --vocab-size 4000 --limit "${WIKI_LIMIT}"
+        fi
+    done
 fi
 
 RESULTS="${WORK}/speeds.tsv"
