@@ -48,6 +48,7 @@ else
     SIZE="${SIZE:-tiny}"
     PRECISIONS="${PRECISIONS:-fp32 bf16}"
     DEVICE_FLAGS=(--cpu)
+    export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"  # as torchrun sets per process: comparable rows
     echo "[gpu_check] no CUDA device: CPU fallback (fp32 and bf16; fp16 training needs CUDA in fairseq;"
     echo "            two gloo processes stand in for two GPUs)"
 fi
@@ -97,7 +98,7 @@ family_args() {  # family -> corpus, then task, criterion and flags (as tests/te
         zcodepp) echo wiki --task zcodepp_pretraining --criterion zcodepp_joint --generator-layers 2 \
                    --tokens-per-sample 256 --max-source-positions 256 --max-target-positions 128 ;;
         s2s_ft) echo aclsum --task s2s_ft_summarization --criterion s2s_ft --label-smoothing 0.1 \
-                   --max-source-positions 384 --max-target-positions 128 ;;
+                   --max-source-positions 352 --max-target-positions 128 ;;
         transformer_sm) echo aclsum --task transformer_sm --criterion transformer_sm --mode dat \
                    --max-source-positions 384 --max-target-positions 110 ;;
     esac
