@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: prepare ACLSum, train a summarizer with fairseq-train --user-dir user_dir,
 # generate the test set with fairseq-generate, score it with files2rouge and print a table
-# beside the LEAD-3 baseline.
+# beside the LEAD-3 baseline; it also draws the loss and validation ROUGE curves beside that
+# table (training.png, from fairseq's JSON log).
 #
 #   bash scripts/run_demo.sh                    # MODEL=bart (the default)
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
@@ -54,7 +55,7 @@ echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOU
 fairseq-train "${DATA}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
     --max-epoch "${MAX_EPOCH}" --stop-time-hours "${STOP_HOURS}" \
     --save-dir "${WORK}/checkpoints" --no-epoch-checkpoints \
-    --log-format simple --log-interval 10 --num-workers 0 --seed 1 \
+    --log-format json --log-interval 10 --num-workers 0 --seed 1 \
     2>&1 | tee "${WORK}/train.log" | grep --line-buffered -E "\| (train|valid) \||done training|truncated|longer than" || true
 [[ -f "${WORK}/checkpoints/checkpoint_best.pt" ]] || { echo "training failed: see ${WORK}/train.log" >&2; exit 1; }
 
@@ -75,4 +76,5 @@ files2rouge "${WORK}/test.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-${MOD
 files2rouge "${WORK}/lead3.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     | tee "${WORK}/results.md"
+python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
 echo "done in $(( $(date +%s) - start )) s; outputs in ${WORK}/"

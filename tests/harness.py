@@ -10,13 +10,14 @@ All calls run fairseq's own CLI entry points (``fairseq_cli.train.main``,
 as the command line does.
 """
 
+import argparse
 import contextlib
 import io
 import os
 import re
 from pathlib import Path
 
-from fairseq import checkpoint_utils, distributed_utils, options
+from fairseq import checkpoint_utils, distributed_utils, options, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate as generate_cli
 from fairseq_cli import interactive as interactive_cli
@@ -57,7 +58,7 @@ def train(
     return Path(save_dir)
 
 
-def training_args(
+def train_argv(
     data_dir,
     save_dir,
     arch,
@@ -65,7 +66,8 @@ def training_args(
     task="abstractive_summarization",
     criterion="label_smoothed_cross_entropy",
 ):
-    """The ``argparse.Namespace`` that :func:`train` parses (what legacy checkpoints store as ``args``)."""
+    """The command-line arguments :func:`train` hands to fairseq-train (also usable with the
+    real ``fairseq-train`` binary, e.g. under torchrun)."""
     argv = [
         str(data_dir), "--user-dir", USER_DIR, "--task", task, "--arch", arch,
         "--criterion", criterion, "--save-dir", str(save_dir),
@@ -74,8 +76,17 @@ def training_args(
         "--log-interval", "1", "--no-epoch-checkpoints",
         "--max-source-positions", "256", "--max-target-positions", "128",
     ]
+    return argv + [str(x) for x in extra]
+
+
+def training_args(data_dir, save_dir, arch, extra=(), task="abstractive_summarization",
+                  criterion="label_smoothed_cross_entropy"):
+    """The ``argparse.Namespace`` that :func:`train` parses (what legacy checkpoints store as ``args``)."""
+    # the real fairseq-train imports --user-dir from sys.argv before it parses anything
+    # (options.get_parser); with an argument list, import it the same way first
+    utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))
     parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, argv + [str(x) for x in extra])
+    return options.parse_args_and_arch(parser, train_argv(data_dir, save_dir, arch, extra, task, criterion))
 
 
 def generate(data_dir, checkpoint, extra=(), subset="test", task="abstractive_summarization"):

@@ -71,7 +71,9 @@ def task():
 def test_causal_mask_picture():
     mask = causal_mask(3)
     assert torch.equal(mask == 0, torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
-    assert torch.isinf(mask[0, 1]) and mask[0, 1] < 0
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):  # the dtype's own minimum, never -inf
+        blocked = causal_mask(3, dtype=dtype)[0, 1]
+        assert blocked.dtype == dtype and blocked.item() == torch.finfo(dtype).min
 
 
 def test_article_targets_never_include_the_delimiter():

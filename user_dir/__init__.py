@@ -1,8 +1,11 @@
 """The fairseq face of the plugin: ``--user-dir user_dir`` imports this package.
 
-Importing it makes fairseq's checkpoints load under torch's ``weights_only=True``, stops
-fairseq 0.12.3 from dropping the last batch (:mod:`fairseq_ext.fairseq_fixes`), and
-registers the tasks, criterions, models and architectures below.
+Importing it makes fairseq's checkpoints load under torch's ``weights_only=True``, applies the
+fairseq 0.12.3 fixes of :mod:`fairseq_ext.fairseq_fixes` (the dropped last batch; torchrun,
+spawn, gloo and DDP on CPU; frozen modules under DDP; ``--bf16`` without ``--tpu``; resuming
+distributed runs), and registers the tasks, criterions, models and architectures below.
+fairseq-train imports this package before it parses arguments or starts processes, and
+processes it spawns import it again before they build a trainer.
 """
 
 from fairseq_ext import checkpoint as _checkpoint

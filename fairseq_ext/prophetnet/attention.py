@@ -26,12 +26,15 @@ def own_slot_attention(q, k, v, k_own, v_own, bias, own_bias, dropout_p=0.0, tra
         bias: ``(B, H, Q, K)`` additive bias, masked entries already at the dtype's minimum.
         own_bias: ``(B, H, Q, 1)`` the same for the own slot.
 
-    Every row must see at least one key (the layouts guarantee it).
+    Every row must see at least one key (the layouts guarantee it). In fp16/bf16 the queries
+    are scaled before the products (so that ``q . k`` stays in range) and the scores, biases
+    and softmax are fp32: a masked entry sits at the input dtype's minimum, which fp32 holds
+    without overflowing when a score is added to it.
     """
-    scale = q.size(-1) ** -0.5
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale + bias  # (B, H, Q, K)
-    own = (q * k_own).sum(-1, keepdim=True) * scale + own_bias  # (B, H, Q, 1)
-    probs = torch.softmax(torch.cat([scores, own], dim=-1), dim=-1, dtype=torch.float32).type_as(q)
+    q = q * q.size(-1) ** -0.5
+    scores = torch.matmul(q, k.transpose(-1, -2)).float() + bias.float()  # (B, H, Q, K) fp32
+    own = (q.float() * k_own.float()).sum(-1, keepdim=True) + own_bias.float()  # (B, H, Q, 1) fp32
+    probs = torch.softmax(torch.cat([scores, own], dim=-1), dim=-1).type_as(q)
     probs = F.dropout(probs, p=dropout_p, training=training)  # (B, H, Q, K + 1)
     num_keys = k.size(2)
     return torch.matmul(probs[..., :num_keys], v) + probs[..., num_keys:] * v_own  # (B, H, Q, d)

@@ -25,15 +25,16 @@ POSITION_MODES = ("restart", "continue")
 
 
 def causal_mask(length, device=None, dtype=torch.float32):
-    """Additive ``(length, length)`` mask: query ``i`` sees keys ``0..i``.
+    """Additive ``(length, length)`` mask: query ``i`` sees keys ``0..i``; a blocked entry is
+    ``dtype``'s own minimum (``min``), finite in fp16/bf16/fp32 alike.
 
-        i\\j  0  1  2
-        0    0 -inf -inf
-        1    0   0  -inf
-        2    0   0    0
+        i\\j  0    1    2
+        0    0  min  min
+        1    0    0  min
+        2    0    0    0
     """
     blocked = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)  # (T, T)
-    return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))
+    return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(blocked, torch.finfo(dtype).min)
 
 
 def article_positions(article_tokens):

@@ -21,6 +21,8 @@ from omegaconf import II
 from fairseq_ext.data.binarized import check_binarized
 from fairseq_ext.fairseq_fixes import add_dataclass_args
 
+from ._batch_seed import BatchSeededTrainStep
+
 logger = logging.getLogger(__name__)
 
 BREAK_MODES = ChoiceEnum(["none", "complete", "complete_doc", "eos"])
@@ -36,7 +38,7 @@ class PlainTextConfig(FairseqDataclass):
     dataset_impl: Optional[ChoiceEnum(get_available_dataset_impl())] = II("dataset.dataset_impl")
 
 
-class PlainTextTask(FairseqTask):
+class PlainTextTask(BatchSeededTrainStep, FairseqTask):
     """One dictionary for both sides; lines or blocks of plain text per split."""
 
     def __init__(self, cfg, dictionary):

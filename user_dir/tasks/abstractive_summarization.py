@@ -36,6 +36,7 @@ from fairseq.data import LanguagePairDataset, ListDataset, encoders
 from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
+from omegaconf import II
 
 from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
@@ -43,6 +44,8 @@ from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
+
+from ._batch_seed import BatchSeededTrainStep
 
 logger = logging.getLogger(__name__)
 
@@ -103,10 +106,11 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis and reference per validation batch"}
     )
+    seed: int = II("common.seed")
 
 
 @register_task("abstractive_summarization", dataclass=AbstractiveSummarizationConfig)
-class AbstractiveSummarizationTask(TranslationTask):
+class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
     """Document -> summary with counted truncation, instruction prefixes and ROUGE."""
 
     cfg: AbstractiveSummarizationConfig
