@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from fairseq_ext.bart_ls import masks
+from fairseq_ext.modules.alignment import real_tokens_first
 from fairseq_ext.bart_ls.attention import (
     BlockAttention,
     BlockSparseSelfAttention,
@@ -42,9 +43,9 @@ def test_mask_pictures():
     assert glob[5].tolist() == [1, 0, 0, 0, 1, 1, 1, 1]
 
 
-def test_left_align_index_roundtrip():
+def test_real_tokens_first_roundtrip():
     pad = torch.tensor([[True, True, False, False, False], [False, False, False, True, True]])
-    index, inverse = masks.left_align_index(pad)
+    index, inverse = real_tokens_first(pad)
     assert pad.gather(1, index).tolist() == [[False, False, False, True, True]] * 2
     x = torch.arange(10).view(2, 5)
     assert torch.equal(x.gather(1, index).gather(1, inverse), x)

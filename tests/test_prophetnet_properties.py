@@ -13,9 +13,9 @@ from fairseq.sequence_generator import SequenceGenerator
 from transformers.models.prophetnet.modeling_prophetnet import compute_relative_buckets
 
 import user_dir  # noqa: F401
+from fairseq_ext.modules.relative_position import t5_relative_bucket
 from fairseq_ext.prophetnet.loss import ngram_targets, stream_weights
 from fairseq_ext.prophetnet.masks import full_layout
-from fairseq_ext.prophetnet.relative import relative_bucket
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 from user_dir.models.prophetnet import ProphetNetSummModel, prophetnet_summ_tiny
@@ -211,7 +211,7 @@ def test_left_padded_decoder_input_is_refused():
 
 def test_relative_buckets_match_hf():
     distance = torch.arange(-5, 400)
-    ours = relative_bucket(distance, 32, 128)
+    ours = t5_relative_bucket(distance, 32, 128)
     theirs = compute_relative_buckets(32, 128, -distance, is_bidirectional=False)
     assert torch.equal(ours, theirs.long())
     assert ours[distance == 15].item() == 15 and ours[distance >= 128].eq(31).all()

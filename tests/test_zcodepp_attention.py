@@ -11,10 +11,10 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
 import user_dir  # noqa: F401  (registers zcodepp)
+from fairseq_ext.modules.relative_position import deberta_log_bucket, deberta_relative_index
 from fairseq_ext.zcodepp.convert import encoder_options, load_deberta_v2
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
-from fairseq_ext.zcodepp.relative_position import log_bucket_position, relative_position_index
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, incremental_with_reorders, perturb_parameters
 from user_dir.models.zcodepp import ZCodeppModel, zcodepp_tiny_architecture
 
@@ -95,19 +95,19 @@ def encode(encoder, tokens):
 def test_log_buckets_match_deberta():
     relative = torch.arange(-3000, 3001)
     for buckets, max_distance in [(256, 512), (BUCKETS, MAX_DISTANCE), (8, 20)]:
-        ours = log_bucket_position(relative, buckets, max_distance)
+        ours = deberta_log_bucket(relative, buckets, max_distance)
         theirs = make_log_bucket_position(relative, buckets, max_distance).long()
         assert torch.equal(ours, theirs)
-    index = relative_position_index(5, 256, 512)
+    index = deberta_relative_index(5, 256, 512)
     assert index[0].tolist() == [256, 255, 254, 253, 252] and index[:, 0].tolist() == [256, 257, 258, 259, 260]
     positions = torch.arange(70)
-    direct = log_bucket_position(positions[:, None] - positions[None, :], BUCKETS, MAX_DISTANCE) + BUCKETS
-    assert torch.equal(relative_position_index(70, BUCKETS, MAX_DISTANCE), direct.clamp(0, 2 * BUCKETS - 1))
+    direct = deberta_log_bucket(positions[:, None] - positions[None, :], BUCKETS, MAX_DISTANCE) + BUCKETS
+    assert torch.equal(deberta_relative_index(70, BUCKETS, MAX_DISTANCE), direct.clamp(0, 2 * BUCKETS - 1))
 
 
 def test_bad_bucket_config_is_an_error():
     with pytest.raises(ValueError, match="buckets"):
-        log_bucket_position(torch.arange(3), 1, 512)
+        deberta_log_bucket(torch.arange(3), 1, 512)
 
 
 def test_attention_matches_hf_disentangled_self_attention():
@@ -126,7 +126,7 @@ def test_attention_matches_hf_disentangled_self_attention():
     keep = (~padding).long()
     hf_mask = keep[:, None, :, None] * keep[:, None, None, :]  # (B, 1, T, T) as DebertaV2Encoder builds it
     hf_out, _ = hf(x, hf_mask, rel_embeddings=rel)
-    our_out = ours(x, padding, rel, relative_position_index(45, BUCKETS, MAX_DISTANCE))
+    our_out = ours(x, padding, rel, deberta_relative_index(45, BUCKETS, MAX_DISTANCE))
     real = ~padding
     torch.testing.assert_close(our_out[real], hf_out[real], atol=TOL, rtol=0)
 

@@ -23,71 +23,50 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .masks import effective_block_size, ensure_nonempty_rows, left_align_index
+from ..modules.alignment import gather_time, real_tokens_first
+from ..modules.attention import fused_attention
+from ..modules.blocking import pad_to_multiple, split_blocks
+from ..modules.multihead import merge_heads, split_heads
+from .masks import effective_block_size
 
 
-def _attend(q, k, v, allowed, dropout, training):
-    """Scaled dot-product attention over any leading dims with a boolean ``allowed`` mask
-    (broadcastable to ``(..., Lq, Lk)``).
+class _BlockCore(nn.Module):
+    """A block core: ``(q, k, v, padding_mask, block_size) -> out`` with dropout on the weights."""
 
-    The leading dims are flattened to a 4-D batch because torch's fused (memory-efficient)
-    CPU and GPU kernels take 4-D inputs only; 5-D inputs fall back to materialized scores.
-    """
-    lead = q.shape[:-2]
-    q4 = q.reshape(-1, 1, q.size(-2), q.size(-1))  # (N, 1, Lq, D)
-    k4 = k.reshape(-1, 1, k.size(-2), k.size(-1))  # (N, 1, Lk, D)
-    v4 = v.reshape(-1, 1, v.size(-2), v.size(-1))  # (N, 1, Lk, D)
-    mask = None
-    if not bool(allowed.all()):
-        rows, cols = allowed.size(-2), allowed.size(-1)
-        mask = ensure_nonempty_rows(allowed).expand(*lead, rows, cols).reshape(-1, 1, rows, cols)  # (N, 1, *, Lk)
-    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, dropout_p=dropout if training else 0.0)
-    return out.view(*lead, q.size(-2), v.size(-1))
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.dropout = dropout
+
+    def _dropout_p(self):
+        return self.dropout if self.training else 0.0
 
 
-def _blocks(x, block_size):
-    """(B, H, T, D) -> (B, H, n, w, D) with ``T = n * w``."""
-    batch, heads, length, dim = x.shape
-    return x.view(batch, heads, length // block_size, block_size, dim)
-
-
-class BlockAttention(nn.Module):
+class BlockAttention(_BlockCore):
     """Attention within non-overlapping blocks (the paper's "block" / public
     ``block_noglobal``): token ``i`` sees token ``j`` iff ``i // w == j // w``.
 
     Cost per layer is ``O(T * w)`` time and memory instead of ``O(T^2)``.
     """
 
-    def __init__(self, dropout=0.0):
-        super().__init__()
-        self.dropout = dropout
-
     def forward(self, q, k, v, padding_mask, block_size):
-        batch, heads, length, dim = q.shape
-        n_blocks = length // block_size
-        allowed = ~padding_mask.view(batch, 1, n_blocks, 1, block_size)  # (B, 1, n, 1, w)
-        out = _attend(
-            _blocks(q, block_size), _blocks(k, block_size), _blocks(v, block_size),
-            allowed, self.dropout, self.training,
+        allowed = ~split_blocks(padding_mask, block_size)[:, None, :, None, :]  # (B, 1, n, 1, w)
+        out = fused_attention(
+            split_blocks(q, block_size, dim=2), split_blocks(k, block_size, dim=2),
+            split_blocks(v, block_size, dim=2), allowed, self._dropout_p(),
         )  # (B, H, n, w, D)
-        return out.reshape(batch, heads, length, dim)
+        return out.flatten(2, 3)  # (B, H, T, D)
 
 
-class OverlappingBlockAttention(nn.Module):
+class OverlappingBlockAttention(_BlockCore):
     """Blocks of ``w`` queries attend to keys ``[start - w/2, end + w/2)`` (the paper's
     overlapping windows, a blocked version of Longformer's sliding window).
 
     Keys outside the sequence count as padding. ``block_size`` must be even.
     """
 
-    def __init__(self, dropout=0.0):
-        super().__init__()
-        self.dropout = dropout
-
     def forward(self, q, k, v, padding_mask, block_size):
         if block_size % 2:
             raise ValueError(f"overlapping blocks need an even block size, got {block_size}")
-        batch, heads, length, dim = q.shape
         half = block_size // 2
         window = 2 * block_size
 
@@ -97,13 +76,13 @@ class OverlappingBlockAttention(nn.Module):
 
         key_pad = F.pad(padding_mask, (half, half), value=True)  # (B, T + w)
         allowed = ~key_pad.unfold(1, window, block_size).unsqueeze(1).unsqueeze(3)  # (B, 1, n, 1, 2w)
-        out = _attend(
-            _blocks(q, block_size), windows(k), windows(v), allowed, self.dropout, self.training
+        out = fused_attention(
+            split_blocks(q, block_size, dim=2), windows(k), windows(v), allowed, self._dropout_p()
         )  # (B, H, n, w, D)
-        return out.reshape(batch, heads, length, dim)
+        return out.flatten(2, 3)  # (B, H, T, D)
 
 
-class GlobalBlockAttention(nn.Module):
+class GlobalBlockAttention(_BlockCore):
     """Block attention plus global tokens: the first ``num_global`` tokens of every block
     attend to all tokens, and all tokens attend to them (projections shared).
 
@@ -113,11 +92,10 @@ class GlobalBlockAttention(nn.Module):
     """
 
     def __init__(self, num_global, dropout=0.0):
-        super().__init__()
+        super().__init__(dropout)
         if num_global < 1:
             raise ValueError(f"global attention needs at least one global token per block, got {num_global}")
         self.num_global = num_global
-        self.dropout = dropout
 
     def forward(self, q, k, v, padding_mask, block_size):
         batch, heads, length, dim = q.shape
@@ -126,9 +104,9 @@ class GlobalBlockAttention(nn.Module):
         if n_global == block_size:
             # every token is global (a block no longer than the global count, e.g. a short
             # input's single block): full attention, and no regular queries left to attend
-            return _attend(q, k, v, ~padding_mask.view(batch, 1, 1, length), self.dropout, self.training)
-        blocked_pad = padding_mask.view(batch, n_blocks, block_size)  # (B, n, w)
-        qb, kb, vb = _blocks(q, block_size), _blocks(k, block_size), _blocks(v, block_size)
+            return fused_attention(q, k, v, ~padding_mask[:, None, None, :], self._dropout_p())
+        blocked_pad = split_blocks(padding_mask, block_size)  # (B, n, w)
+        qb, kb, vb = (split_blocks(x, block_size, dim=2) for x in (q, k, v))  # (B, H, n, w, D)
 
         # global keys/values of all blocks, shown to every block's regular queries
         k_glob = kb[:, :, :, :n_global].reshape(batch, heads, n_blocks * n_global, dim)  # (B, H, n*g, D)
@@ -142,18 +120,16 @@ class GlobalBlockAttention(nn.Module):
         allowed = torch.cat(
             [~blocked_pad, ~glob_pad & other_block.unsqueeze(0)], dim=2
         ).view(batch, 1, n_blocks, 1, block_size + n_blocks * n_global)  # (B, 1, n, 1, w + n*g)
-        out_regular = _attend(
-            qb[:, :, :, n_global:], keys, values, allowed, self.dropout, self.training
+        out_regular = fused_attention(
+            qb[:, :, :, n_global:], keys, values, allowed, self._dropout_p()
         )  # (B, H, n, w - g, D)
 
         q_glob = qb[:, :, :, :n_global].reshape(batch, heads, n_blocks * n_global, dim)  # (B, H, n*g, D)
-        out_glob = _attend(
-            q_glob, k, v, ~padding_mask.view(batch, 1, 1, length), self.dropout, self.training
-        )  # (B, H, n*g, D)
+        out_glob = fused_attention(q_glob, k, v, ~padding_mask[:, None, None, :], self._dropout_p())  # (B, H, n*g, D)
         out = torch.cat(
             [out_glob.view(batch, heads, n_blocks, n_global, dim), out_regular], dim=3
         )  # (B, H, n, w, D)
-        return out.reshape(batch, heads, length, dim)
+        return out.flatten(2, 3)  # (B, H, T, D)
 
 
 MECHANISMS = ("block", "overlapping", "global")
@@ -207,8 +183,8 @@ class BlockSparseSelfAttention(nn.Module):
 
     Called like fairseq's ``MultiheadAttention`` by ``TransformerEncoderLayer``
     (``query`` (T, B, C), ``key_padding_mask`` (B, T) with ``True`` at padding) and returns
-    ``(out, None)``. Any length works: rows are left-aligned (:func:`left_align_index`) and
-    padded to a block multiple here, so the output at real tokens does not depend on how much
+    ``(out, None)``. Any length works: every row's real tokens are moved to the front
+    (:func:`~fairseq_ext.modules.alignment.real_tokens_first`) and padded to a block multiple here, so the output at real tokens does not depend on how much
     padding the batch carries. With ``pooling`` (a :class:`~.pooling.PooledAttention`) the
     pooled attention over this module's output is added to it (the paper's Figure 1).
     """
@@ -239,11 +215,6 @@ class BlockSparseSelfAttention(nn.Module):
         if self.out_proj.bias is not None:
             nn.init.constant_(self.out_proj.bias, 0.0)
 
-    def _heads(self, x):
-        """(B, T, C) -> (B, H, T, D)."""
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
-
     def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=False,
                 attn_mask=None, **unused):
         if attn_mask is not None:
@@ -255,22 +226,18 @@ class BlockSparseSelfAttention(nn.Module):
             key_padding_mask.bool() if key_padding_mask is not None
             else query.new_zeros(batch, length, dtype=torch.bool)
         )  # (B, T)
-        index, inverse = left_align_index(padding_mask)  # (B, T), (B, T)
-        x = query.transpose(0, 1).gather(1, index.unsqueeze(-1).expand(-1, -1, self.embed_dim))  # (B, T, C)
-        padding_mask = padding_mask.gather(1, index)  # (B, T)
+        order, inverse = real_tokens_first(padding_mask)  # (B, T), (B, T)
+        x = gather_time(query.transpose(0, 1), order)  # (B, T, C), real tokens first
+        padding_mask = padding_mask.gather(1, order)  # (B, T)
 
         block = effective_block_size(length, self.block_size)
-        extra = -length % block
-        x_padded = F.pad(x, (0, 0, 0, extra))  # (B, L, C), L a multiple of block
-        pad_padded = F.pad(padding_mask, (0, extra), value=True)  # (B, L)
-        q = self._heads(self.q_proj(x_padded))  # (B, H, L, D)
-        k = self._heads(self.k_proj(x_padded))  # (B, H, L, D)
-        v = self._heads(self.v_proj(x_padded))  # (B, H, L, D)
+        x_padded, pad_padded = pad_to_multiple(x, padding_mask, block)  # (B, L, C), (B, L)
+        q = split_heads(self.q_proj(x_padded), self.num_heads)  # (B, H, L, D)
+        k = split_heads(self.k_proj(x_padded), self.num_heads)  # (B, H, L, D)
+        v = split_heads(self.v_proj(x_padded), self.num_heads)  # (B, H, L, D)
         out = self.core(q, k, v, pad_padded, block)  # (B, H, L, D)
-        out = out.transpose(1, 2).reshape(batch, length + extra, self.embed_dim)[:, :length]  # (B, T, C)
-        out = self.out_proj(out)  # (B, T, C)
+        out = self.out_proj(merge_heads(out)[:, :length])  # (B, T, C)
         if self.pooling is not None:
             out = out + self.pooling(out, padding_mask)  # (B, T, C)
         out = out.masked_fill(padding_mask.unsqueeze(-1), 0.0)  # (B, T, C)
-        out = out.gather(1, inverse.unsqueeze(-1).expand(-1, -1, self.embed_dim))  # (B, T, C)
-        return out.transpose(0, 1), None  # (T, B, C)
+        return gather_time(out, inverse).transpose(0, 1), None  # (T, B, C), the caller's layout

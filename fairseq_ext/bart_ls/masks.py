@@ -1,4 +1,4 @@
-"""Masks and index maps of BART-LS's block-sparse encoder attention (pure, vectorized).
+"""Masks of BART-LS's block-sparse encoder attention (pure, vectorized).
 
 Every function here is a pure tensor function: no loops over positions, no device moves;
 the attention modules in :mod:`fairseq_ext.bart_ls.attention` use the small per-block masks,
@@ -8,31 +8,6 @@ reference the tests compare the block-wise modules against). ``True`` means "may
 
 import torch
 import torch.nn.functional as F
-
-
-def left_align_index(padding_mask):
-    """Gather indices that move each row's real tokens to the front, and their inverse.
-
-    fairseq left-pads sources; block boundaries must not move with the amount of padding,
-    so the attention modules work on rows whose real tokens start at position 0::
-
-        padding_mask  P P a b c      a b c P P  (rolled left by the number of leading pads)
-        index         2 3 4 0 1      x_aligned = x.gather(1, index)
-        inverse       3 4 0 1 2      x = x_aligned.gather(1, inverse)
-
-    Assumes padding is contiguous at one end of each row, as fairseq's collaters make it.
-
-    Args:
-        padding_mask: (B, T) bool, ``True`` at padding.
-    Returns:
-        ``(index, inverse)``, both (B, T) long.
-    """
-    batch, length = padding_mask.shape
-    positions = torch.arange(length, device=padding_mask.device)  # (T,)
-    first_real = (~padding_mask).long().argmax(dim=1, keepdim=True)  # (B, 1); 0 for all-pad rows
-    index = (positions.unsqueeze(0) + first_real) % length  # (B, T)
-    inverse = (positions.unsqueeze(0) - first_real) % length  # (B, T)
-    return index, inverse
 
 
 def effective_block_size(seq_len, block_size):
@@ -122,9 +97,3 @@ def pooled_key_mask(padding_mask, kernel_size, stride, padding):
     real = (~padding_mask).unsqueeze(1).float()  # (B, 1, T)
     covered = F.avg_pool1d(real, kernel_size, stride, padding, count_include_pad=True)  # (B, 1, S)
     return covered.squeeze(1) > 0  # (B, S)
-
-
-def ensure_nonempty_rows(allowed):
-    """Let rows that may attend to nothing (queries in all-padding blocks) attend to
-    everything instead, so that softmax stays finite; their outputs are discarded."""
-    return allowed | ~allowed.any(dim=-1, keepdim=True)

@@ -13,7 +13,9 @@ for every batch padding (and outputs of real tokens do not depend on padding).
 import torch.nn.functional as F
 from torch import nn
 
-from .masks import ensure_nonempty_rows, pooled_key_mask
+from ..modules.attention import fused_attention
+from ..modules.multihead import merge_heads, split_heads
+from .masks import pooled_key_mask
 
 
 class PooledAttention(nn.Module):
@@ -56,14 +58,8 @@ class PooledAttention(nn.Module):
             x.transpose(1, 2), self.kernel_size, self.stride, self.padding, count_include_pad=True
         ).transpose(1, 2)
 
-    def _heads(self, x):
-        """(B, T, C) -> (B, H, T, D)."""
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
-
     def forward(self, x, padding_mask):
         """``x`` (B, T, C), ``padding_mask`` (B, T) ``True`` at padding -> (B, T, C)."""
-        batch, length, dim = x.shape
         # a kernel of zero rows on the right makes every window that touches a real token
         # exist whatever the batch padding, so real outputs do not depend on it
         extra = self.kernel_size
@@ -72,11 +68,10 @@ class PooledAttention(nn.Module):
         v = F.pad(self.v_proj(x) * keep, (0, 0, 0, extra))  # (B, T', C)
         slot_pad = F.pad(padding_mask, (0, extra), value=True)  # (B, T')
         allowed = pooled_key_mask(slot_pad, self.kernel_size, self.stride, self.padding)  # (B, S)
-        q = self._heads(self.q_proj(x))  # (B, H, T, D)
-        k = self._heads(self._pool(k))  # (B, H, S, D)
-        v = self._heads(self._pool(v))  # (B, H, S, D)
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=ensure_nonempty_rows(allowed.view(batch, 1, 1, -1)),
-            dropout_p=self.dropout if self.training else 0.0,
+        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T, D)
+        k = split_heads(self._pool(k), self.num_heads)  # (B, H, S, D)
+        v = split_heads(self._pool(v), self.num_heads)  # (B, H, S, D)
+        out = fused_attention(
+            q, k, v, allowed[:, None, None, :], self.dropout if self.training else 0.0
         )  # (B, H, T, D)
-        return self.out_proj(out.transpose(1, 2).reshape(batch, length, dim))  # (B, T, C)
+        return self.out_proj(merge_heads(out))  # (B, T, C)

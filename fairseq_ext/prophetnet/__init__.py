@@ -2,7 +2,6 @@
 
 Library half of the family, importable without registering anything in fairseq:
 
-* :mod:`.relative` -- T5-style unidirectional relative position buckets (section 2.3);
 * :mod:`.masks` -- which main-stream keys every query row of the n streams may see;
 * :mod:`.attention` -- the n-stream self-attention (projections + an attention core with a
   private "own slot" key per query);
@@ -13,4 +12,7 @@ Library half of the family, importable without registering anything in fairseq:
   (section 3.1) and its fairseq dataset;
 * :mod:`.dictionary` and :mod:`.convert_hf` -- the BERT WordPiece dictionary and the
   converter from HuggingFace ``ProphetNetForConditionalGeneration`` weights.
+
+The T5-style unidirectional relative position buckets (section 2.3) and head split/merge are
+shared pieces of :mod:`fairseq_ext.modules`.
 """

@@ -2,9 +2,10 @@
 
 :func:`own_slot_attention` is the attention core: every query row attends to the shared
 main-stream keys plus one private key of its own (a predicting stream's own slot), under a
-boolean visibility layout (:mod:`.masks`) and an additive relative-position bias
-(:mod:`.relative`). :class:`NgramSelfAttention` holds the projections, shared by all
-streams, and the incremental cache, which keeps main-stream keys/values only.
+boolean visibility layout (:mod:`.masks`) and an additive relative-position bias (T5 buckets,
+:mod:`fairseq_ext.modules.relative_position`). :class:`NgramSelfAttention` holds the
+projections, shared by all streams, and the incremental cache, which keeps main-stream
+keys/values only.
 """
 
 from typing import Dict, Optional
@@ -14,7 +15,8 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
-from .relative import gather_relative_bias
+from ..modules.multihead import merge_heads, split_heads
+from ..modules.relative_position import gather_relative_bias
 
 
 def own_slot_attention(q, k, v, k_own, v_own, bias, own_bias, dropout_p=0.0, training=False):
@@ -65,10 +67,6 @@ class NgramSelfAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.relative_proj = nn.Linear(embed_dim, num_buckets * num_heads)
 
-    def _heads(self, x):
-        bsz, rows, _ = x.shape
-        return x.view(bsz, rows, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, Q, d)
-
     def forward(
         self,
         x: Tensor,
@@ -82,13 +80,13 @@ class NgramSelfAttention(nn.Module):
         With ``skip_main_queries`` (the last layer, whose main-stream output nothing reads)
         the main rows only provide keys/values and the output has the other rows only.
         """
-        k = self._heads(self.k_proj(x))  # (B, H, Q, d)
-        v = self._heads(self.v_proj(x))  # (B, H, Q, d)
+        k = split_heads(self.k_proj(x), self.num_heads)  # (B, H, Q, d)
+        v = split_heads(self.v_proj(x), self.num_heads)  # (B, H, Q, d)
         k_main, v_main = k[:, :, :num_main], v[:, :, :num_main]  # (B, H, T, d)
         if skip_main_queries:
             x, k, v = x[:, num_main:], k[:, :, num_main:], v[:, :, num_main:]
             layout = type(layout)(*(field[num_main:] for field in layout))
-        q = self._heads(self.q_proj(x))  # (B, H, Q', d)
+        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, Q', d)
         if incremental_state is not None:
             saved = self.get_incremental_state(incremental_state, "main_kv") or {}
             if "prev_key" in saved:
@@ -106,8 +104,7 @@ class NgramSelfAttention(nn.Module):
         out = own_slot_attention(
             q, k_main, v_main, k, v, bias, own_bias, self.attention_dropout, self.training
         )  # (B, H, Q, d)
-        bsz, _, rows, _ = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(bsz, rows, self.embed_dim))  # (B, Q, C)
+        return self.out_proj(merge_heads(out))  # (B, Q, C)
 
     def reorder_incremental_state(self, incremental_state, new_order):
         """Follow the beam: reorder the cached main-stream keys/values along the batch."""

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import torch
 
-from .relative import relative_bucket
+from ..modules.relative_position import t5_relative_bucket
 
 MAIN_STREAM = 0
 NEXT_TOKEN_STREAM = 1
@@ -65,9 +65,9 @@ def ngram_layout(query_positions, query_streams, num_keys, num_buckets, max_dist
     lagged = (keys.unsqueeze(0) <= i - (stream - NEXT_TOKEN_STREAM)) | (keys.unsqueeze(0) == 0)
     allowed = torch.where(is_main, causal, lagged)  # (Q, K)
     distance = i - keys.unsqueeze(0) + (~is_main).long()  # (Q, K)
-    buckets = relative_bucket(distance, num_buckets, max_distance)
+    buckets = t5_relative_bucket(distance, num_buckets, max_distance)
     own_allowed = query_streams != MAIN_STREAM  # (Q,)
-    own_buckets = relative_bucket(torch.zeros_like(query_positions), num_buckets, max_distance)
+    own_buckets = t5_relative_bucket(torch.zeros_like(query_positions), num_buckets, max_distance)
     return NgramLayout(allowed, own_allowed, buckets, own_buckets)
 
 

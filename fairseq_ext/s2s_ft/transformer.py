@@ -17,6 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..modules.attention import fused_attention
+from ..modules.lm_head import MaskedLMHead
+from ..modules.multihead import merge_heads, split_heads
+
 
 @dataclass
 class S2SFTTransformerConfig:
@@ -34,18 +38,6 @@ class S2SFTTransformerConfig:
     attention_dropout: float = 0.1
     layer_norm_eps: float = 1e-12
     init_std: float = 0.02
-
-
-def attend(q, k, v, allowed, dropout_p=0.0):
-    """Scaled dot-product attention core.
-
-    Args:
-        q: ``(B, H, Tq, d)``; k, v: ``(B, H, Tk, d)``.
-        allowed: bool, broadcastable to ``(B, H, Tq, Tk)``; ``True`` = may attend. Every query
-            row must allow at least one key.
-    Returns ``(B, H, Tq, d)``.
-    """
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
 
 
 class S2SFTEmbeddings(nn.Module):
@@ -91,39 +83,19 @@ class S2SFTLayer(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         self.attention_dropout = cfg.attention_dropout
 
-    def _split_heads(self, x):
-        B, T, C = x.shape
-        return x.view(B, T, self.heads, C // self.heads).transpose(1, 2)  # (B, H, T, d)
-
     def keys_values(self, x) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(B, T, C)`` layer input -> keys and values ``(B, H, T, d)`` of these rows."""
-        return self._split_heads(self.key(x)), self._split_heads(self.value(x))
+        return split_heads(self.key(x), self.heads), split_heads(self.value(x), self.heads)
 
     def forward(self, x, keys, values, allowed):
         """Rows ``x`` ``(B, T, C)`` attend to ``keys``/``values`` ``(B, H, K, d)`` where
         ``allowed`` ``(B or 1, 1, T, K)`` says so; returns the layer output ``(B, T, C)``."""
-        B, T, C = x.shape
-        q = self._split_heads(self.query(x))  # (B, H, T, d)
+        q = split_heads(self.query(x), self.heads)  # (B, H, T, d)
         p = self.attention_dropout if self.training else 0.0
-        a = attend(q, keys, values, allowed, p).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        a = merge_heads(fused_attention(q, keys, values, allowed, p))  # (B, T, C)
         x = self.attn_layer_norm(x + self.dropout(self.attn_out(a)))
         h = self.ffn_out(F.gelu(self.ffn_in(x)))  # (B, T, C)
         return self.ffn_layer_norm(x + self.dropout(h))
-
-
-class S2SFTLMHead(nn.Module):
-    """dense -> GELU -> LayerNorm -> tied word embeddings + bias (BERT's MLM head)."""
-
-    def __init__(self, cfg: S2SFTTransformerConfig, word_embeddings: nn.Embedding):
-        super().__init__()
-        self.dense = nn.Linear(cfg.embed_dim, cfg.embed_dim)
-        self.layer_norm = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
-        self.weight = word_embeddings.weight
-        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
-
-    def forward(self, x):
-        x = self.layer_norm(F.gelu(self.dense(x)))  # (B, T, C)
-        return F.linear(x, self.weight, self.bias)  # (B, T, V)
 
 
 Cache = Tuple[List[torch.Tensor], List[torch.Tensor]]  # per layer keys, values (B, H, K, d)
@@ -137,7 +109,10 @@ class S2SFTTransformer(nn.Module):
         self.cfg = cfg
         self.embeddings = S2SFTEmbeddings(cfg)
         self.layers = nn.ModuleList(S2SFTLayer(cfg) for _ in range(cfg.layers))
-        self.lm_head = S2SFTLMHead(cfg, self.embeddings.word)
+        # BERT's MLM head, tied to the word embeddings (its state dict lists lm_head.weight)
+        self.lm_head = MaskedLMHead(
+            cfg.embed_dim, cfg.vocab_size, cfg.layer_norm_eps, tied_weight=self.embeddings.word.weight
+        )
         self.apply(self._init_weights)
 
     def _init_weights(self, module):

@@ -11,10 +11,13 @@ query ``i`` and key ``j`` is the sum of three terms, each scaled by ``1 / sqrt(3
 with ``Kr = P W_k`` and ``Qr = P W_q``: the position keys and queries go through the content
 projections (DeBERTa-v3's ``share_att_key``), biases included. As in DeBERTa's public code, p2c
 gathers with ``-bucket(i - j)`` (the paper writes ``delta(j, i)``; the two agree because the
-buckets are odd-symmetric). Scores are summed in fp32 and the detached row maximum is subtracted
-before the masked softmax (DeBERTa's fp16 safety). Each attention module drops out the shared
-relative table with its own mask (``position_dropout``), as DeBERTa's ``pos_dropout`` does in
-every layer.
+buckets are odd-symmetric). Each attention module drops out the shared relative table with its
+own mask (``position_dropout``), as DeBERTa's ``pos_dropout`` does in every layer.
+
+The position scheme returns its two terms as an additive fp32 score bias
+(:func:`disentangled_position_bias`); the attention core is the shared
+:func:`~fairseq_ext.modules.attention.biased_attention` (c2c in fp32 plus the bias, the
+detached row maximum subtracted before the masked softmax: DeBERTa's fp16 safety).
 """
 
 import math
@@ -22,43 +25,32 @@ import math
 import torch
 from torch import nn
 
-
-def masked_softmax(scores, key_padding_mask):
-    """Softmax over the last axis of fp32 ``scores`` (B, H, T, S), ignoring padded keys.
-
-    ``key_padding_mask`` is (B, S), True at padding. The detached row maximum over the allowed
-    keys is subtracted first; padded keys get exactly zero weight (their scores sit at the fp32
-    minimum), and an input made only of padding gets finite uniform weights, never NaN.
-    ``scores`` is overwritten (it is a fresh tensor made by :func:`disentangled_scores`).
-    """
-    blocked = key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
-    scores = scores.masked_fill_(blocked, torch.finfo(scores.dtype).min)
-    scores = scores.sub_(scores.amax(dim=-1, keepdim=True).detach())
-    return torch.softmax(scores, dim=-1)  # (B, H, T, S)
+from ..modules.attention import biased_attention
+from ..modules.multihead import merge_heads, split_heads
 
 
-def disentangled_scores(query, key, pos_query, pos_key, position_index):
-    """The three score terms of disentangled attention, summed in fp32.
+def disentangled_position_bias(query, key, pos_query, pos_key, position_index):
+    """The c2p + p2c score terms of disentangled attention, in fp32.
 
     Args:
         query, key: (B, H, T, D) content queries and keys; ``query`` already scaled by
             ``1/sqrt(3D)`` (see :class:`DisentangledSelfAttention`).
         pos_query, pos_key: (H, 2S, D) projections of the relative table; ``pos_query`` is
             scaled like ``query``.
-        position_index: (T, T) LongTensor, ``clamp(bucket(i - j) + S, 0, 2S - 1)``.
+        position_index: (T, T) LongTensor, ``clamp(bucket(i - j) + S, 0, 2S - 1)``
+            (:func:`~fairseq_ext.modules.relative_position.deberta_relative_index`).
 
     Returns:
-        (B, H, T, T) fp32 scores (a fresh tensor).
+        (B, H, T, T) fp32 bias to add to the content scores (a fresh tensor).
     """
     batch, heads, length, _ = query.shape
     index = position_index.expand(batch, heads, length, length)  # (B, H, T, T), a view
-    scores = torch.matmul(query, key.transpose(-1, -2)).float()  # (B, H, T, T) c2c
     c2p = torch.matmul(query, pos_key.transpose(-1, -2))  # (B, H, T, 2S)
-    scores += c2p.gather(-1, index)  # c2p[b, h, i, j] = Q_i . Kr_{index[i, j]}
+    bias = c2p.gather(-1, index).float()  # c2p[b, h, i, j] = Q_i . Kr_{index[i, j]}
     # p2c: [j, i] of K Qr^T read at clamp(-bucket(j - i) + S) = index[i, j] (odd-symmetric buckets)
     p2c = torch.matmul(key, pos_query.transpose(-1, -2))  # (B, H, T, 2S)
-    scores += p2c.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
-    return scores
+    bias += p2c.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+    return bias
 
 
 class DisentangledSelfAttention(nn.Module):
@@ -91,7 +83,7 @@ class DisentangledSelfAttention(nn.Module):
 
     def _heads(self, x):
         """(..., L, C) -> (..., H, L, D), contiguous (one copy here, none in the matmuls)."""
-        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2).contiguous()
+        return split_heads(x, self.num_heads).contiguous()
 
     def forward(self, x, key_padding_mask, rel_embeddings, position_index):
         """
@@ -100,7 +92,8 @@ class DisentangledSelfAttention(nn.Module):
             key_padding_mask: (B, T) True at padding.
             rel_embeddings: (2S, C) relative position table, LayerNormed by the encoder; dropped
                 out here.
-            position_index: (T, T) from :func:`~.relative_position.relative_position_index`.
+            position_index: (T, T) from
+                :func:`~fairseq_ext.modules.relative_position.deberta_relative_index`.
 
         Returns:
             (B, T, C) attention output after the output projection.
@@ -111,7 +104,7 @@ class DisentangledSelfAttention(nn.Module):
         rel_embeddings = self.position_dropout(rel_embeddings)  # (2S, C), this layer's own mask
         pos_query = self._heads(self.q_proj(rel_embeddings) * self.scaling)  # (H, 2S, D)
         pos_key = self._heads(self.k_proj(rel_embeddings))  # (H, 2S, D)
-        scores = disentangled_scores(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
-        probs = self.dropout(masked_softmax(scores, key_padding_mask).to(value.dtype))
-        context = torch.matmul(probs, value)  # (B, H, T, D)
-        return self.out_proj(context.transpose(1, 2).flatten(2))  # (B, T, C)
+        bias = disentangled_position_bias(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
+        dropout_p = self.dropout.p if self.training else 0.0
+        context = biased_attention(query, key, value, key_padding_mask, bias, dropout_p)  # (B, H, T, D)
+        return self.out_proj(merge_heads(context))  # (B, T, C)

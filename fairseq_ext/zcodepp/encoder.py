@@ -19,9 +19,10 @@ from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import nn
 
+from ..modules.alignment import gather_time, real_tokens_first
+from ..modules.relative_position import deberta_relative_index
 from .disentangled_attention import DisentangledSelfAttention
-from .fie import gather_time, merge_chunks, right_align, split_chunks
-from .relative_position import relative_position_index
+from .fie import merge_chunks, split_chunks
 
 
 class DisentangledEncoderLayer(TransformerEncoderLayerBase):
@@ -100,10 +101,10 @@ class ZCodeEncoder(TransformerEncoderBase):
         return self.num_layers - self.fie_global_layers if self.fie_chunk_size else 0
 
     def _position_index(self, length, device):
-        return relative_position_index(length, self.rel_pos_buckets, self.max_relative_positions, device)
+        return deberta_relative_index(length, self.rel_pos_buckets, self.max_relative_positions, device)
 
     def _local(self, layer, x, padding_mask, rel_embeddings):
-        """One local FiE layer: attention within chunks of right-aligned ``x`` (B, T, C)."""
+        """One local FiE layer: attention within chunks of ``x`` (B, T, C), real tokens first."""
         batch, length, _ = x.shape
         chunk_size = min(self.fie_chunk_size, length)
         chunks, chunk_padding, keep = split_chunks(x, padding_mask, chunk_size)  # (N, l, C)
@@ -116,7 +117,7 @@ class ZCodeEncoder(TransformerEncoderBase):
         padding_mask = src_tokens.eq(self.padding_idx)  # (B, T)
         x, embedding = self.forward_embedding(src_tokens, token_embeddings)  # (B, T, C)
         x = x.masked_fill(padding_mask.unsqueeze(-1), 0.0)
-        order, inverse = right_align(padding_mask)
+        order, inverse = real_tokens_first(padding_mask)
         x = gather_time(x, order)  # (B, T, C), real tokens first
         aligned_padding = padding_mask.gather(1, order)  # (B, T)
         rel_embeddings = self.rel_layer_norm(self.rel_embeddings.weight)  # (2S, C); each layer drops out its own

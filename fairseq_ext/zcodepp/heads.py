@@ -1,25 +1,11 @@
-"""Pre-training heads: the generator's MLM head and the discriminator's RTD head (ELECTRA,
-DeBERTa-v3; Z-Code++ Section 2.1). Both are ``dense -> GELU -> LayerNorm`` and then a
-projection: onto the (tied) token embeddings for MLM, onto one logit for RTD."""
+"""Pre-training heads (ELECTRA, DeBERTa-v3; Z-Code++ Section 2.1): the discriminator's RTD
+head and the generator, whose MLM head is the shared
+:class:`~fairseq_ext.modules.lm_head.MaskedLMHead`. Both heads are ``dense -> GELU -> LayerNorm``
+and then a projection: onto the (tied) token embeddings for MLM, onto one logit for RTD."""
 
-import torch
 import torch.nn.functional as F
 from fairseq.modules import LayerNorm
 from torch import nn
-
-
-class MLMHead(nn.Module):
-    """Hidden states (..., C) -> vocabulary logits (..., V) through the tied embedding table."""
-
-    def __init__(self, embed_dim, vocab_size):
-        super().__init__()
-        self.dense = nn.Linear(embed_dim, embed_dim)
-        self.layer_norm = LayerNorm(embed_dim)
-        self.bias = nn.Parameter(torch.zeros(vocab_size))  # (V,)
-
-    def forward(self, features, embedding_weight):
-        x = self.layer_norm(F.gelu(self.dense(features)))  # (..., C)
-        return F.linear(x, embedding_weight, self.bias)  # (..., V)
 
 
 class RTDHead(nn.Module):
@@ -36,7 +22,8 @@ class RTDHead(nn.Module):
 
 
 class Generator(nn.Module):
-    """The RTD generator: a (shallower) Z-Code++ encoder with an MLM head on its own embeddings."""
+    """The RTD generator: a (shallower) Z-Code++ encoder with a
+    :class:`~fairseq_ext.modules.lm_head.MaskedLMHead` on its own embeddings."""
 
     def __init__(self, encoder, head):
         super().__init__()

@@ -22,7 +22,8 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
-from fairseq_ext.zcodepp.heads import Generator, MLMHead, RTDHead
+from fairseq_ext.modules.lm_head import MaskedLMHead
+from fairseq_ext.zcodepp.heads import Generator, RTDHead
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class ZCodeppModel(TransformerModel):
             generator_cfg.encoder.layers = args.generator_layers
             generator_cfg.fie_chunk_size = 0
             generator = Generator(
-                ZCodeEncoder(generator_cfg, dictionary, generator_embed), MLMHead(embed_dim, len(dictionary))
+                ZCodeEncoder(generator_cfg, dictionary, generator_embed), MaskedLMHead(embed_dim, len(dictionary))
             )
             embed = GDESEmbedding(generator_embed)
             output_projection = TiedOutputProjection(embed)

@@ -1,0 +1,15 @@
+"""Attention pieces shared by the model families, each once under one name.
+
+- :mod:`.multihead`: split a model width into attention heads and merge them back.
+- :mod:`.attention`: attention cores ``(q, k, v, mask[, bias]) -> out``, separate from the
+  projections: torch's fused kernel with a boolean mask, and materialized fp32 scores with an
+  additive bias (for position schemes that add score terms).
+- :mod:`.alignment`: move every row's real tokens to the front (and back), so that blocks and
+  chunks depend on the document, not on the batch padding.
+- :mod:`.blocking`: pad the time axis to a block multiple and split it into blocks.
+- :mod:`.lm_head`: the masked-LM head (dense, GELU, LayerNorm, tied projection).
+- :mod:`.relative_position`: relative-position buckets (T5's unidirectional ones, DeBERTa's log
+  buckets) and the biases gathered from them.
+
+Pure PyTorch (fairseq's ``LayerNorm`` aside); nothing here registers anything in fairseq.
+"""

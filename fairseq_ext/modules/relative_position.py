@@ -1,0 +1,112 @@
+"""Relative-position buckets: exact for short distances, log-spaced beyond, and their biases.
+
+Two published schemes, each reproducing its released code bit for bit:
+
+* :func:`t5_relative_bucket` (T5's unidirectional buckets; ProphetNet's decoder, section 2.3):
+  distance ``max(i - j, 0)`` (keys in the future share bucket 0); distances below
+  ``num_buckets // 2`` have a bucket each, larger ones share log-spaced buckets up to
+  ``max_distance``, and everything beyond falls in the last bucket::
+
+      distance:  0 1 2 ... 15 | 16 ... 22 | 23 ... 31 | ... | >= 128
+      bucket:    0 1 2 ... 15 | 16        | 17 ...    | ... | 31        (32 buckets, max 128)
+
+  The bias is a per-query table (a linear map of the query's input, ``num_buckets * heads``
+  values, as in the public ProphetNet code) gathered by bucket: :func:`gather_relative_bias`.
+
+* :func:`deberta_log_bucket` (DeBERTa-v3; Z-Code++ section 2.2): signed, ``r = i - j``;
+  ``|r| <= mid = buckets // 2`` keeps its own bucket, longer distances share log buckets so that
+  ``|r| = max_distance - 1`` lands in bucket ``buckets - 1``::
+
+      bucket(r) = r                                                              if |r| <= mid
+                = sign(r) * (ceil(log(|r|/mid) / log((max_distance-1)/mid) * (mid-1)) + mid)  otherwise
+
+  :func:`deberta_relative_index` lays the buckets out as the ``(T, T)`` index into a table of
+  ``2 * buckets`` rows; the position terms of disentangled attention are gathered with it.
+
+Both share the log scale (:func:`_log_fraction`); they round differently (T5 floors, DeBERTa
+takes the ceiling) and compute the log of the range differently (in double precision and in
+fp32), as their released code does, so that the buckets match it at every boundary.
+"""
+
+import math
+
+import torch
+
+
+def _log_fraction(distance, exact, log_span):
+    """``log(distance / exact) / log_span`` in fp32; distances inside the exact range are
+    clamped to ``exact`` first (their value is never used; the clamp keeps the log finite)."""
+    return torch.log(distance.clamp(min=exact).float() / exact) / log_span
+
+
+def t5_relative_bucket(distance, num_buckets, max_distance):
+    """Bucket index (long, same shape) of integer ``distance`` values (query minus key).
+
+    Negative distances (keys after the query) are clamped to 0, as in the unidirectional
+    scheme of the public ProphetNet code.
+    """
+    if num_buckets < 2:
+        raise ValueError(f"num_buckets must be at least 2, got {num_buckets}")
+    max_exact = num_buckets // 2
+    if max_distance <= max_exact:
+        raise ValueError(f"relative max distance {max_distance} must exceed num_buckets // 2 = {max_exact}")
+    distance = distance.clamp(min=0)
+    scaled = _log_fraction(distance, max_exact, math.log(max_distance / max_exact))
+    large = (max_exact + scaled * (num_buckets - max_exact)).long().clamp(max=num_buckets - 1)
+    return torch.where(distance < max_exact, distance, large).long()
+
+
+def gather_relative_bias(table, buckets, num_heads):
+    """Per-query relative bias picked by bucket.
+
+    Args:
+        table: ``(B, Q, num_buckets * heads)``, the output of the relative linear layer,
+            laid out bucket-major (``feature = bucket * heads + head``) like the public code.
+        buckets: ``(Q, K)`` long bucket index of every (query row, key) pair.
+        num_heads: number of attention heads.
+
+    Returns:
+        ``(B, heads, Q, K)`` bias to add to the attention scores.
+    """
+    bsz, num_rows, features = table.shape
+    num_buckets = features // num_heads
+    table = table.view(bsz, num_rows, num_buckets, num_heads).permute(0, 3, 1, 2)  # (B, H, Q, buckets)
+    index = buckets.unsqueeze(0).unsqueeze(0).expand(bsz, num_heads, -1, -1)  # (B, H, Q, K)
+    return torch.gather(table, dim=-1, index=index)  # (B, H, Q, K)
+
+
+def deberta_log_bucket(relative, buckets, max_distance):
+    """Bucket of each relative position (any integer tensor) -> LongTensor of the same shape."""
+    if buckets < 2 or max_distance <= buckets // 2 + 1:
+        raise ValueError(
+            f"relative position buckets ({buckets}) must be >= 2 and max distance ({max_distance}) "
+            f"larger than buckets/2 + 1"
+        )
+    mid = buckets // 2
+    distance = relative.abs()
+    # the log of the range in fp32, as DeBERTa's code does, so that ceil() picks the same buckets
+    log_span = torch.log(torch.tensor((max_distance - 1) / mid, dtype=torch.float32, device=relative.device))
+    log_bucket = torch.ceil(_log_fraction(distance, mid, log_span) * (mid - 1)).long() + mid
+    return torch.where(distance <= mid, relative, torch.sign(relative) * log_bucket)
+
+
+def deberta_relative_index(length, buckets, max_distance, device=None):
+    """``(T, T)`` index into the ``2 * buckets`` relative embeddings for query ``i``, key ``j``.
+
+    Entry ``[i, j]`` is ``clamp(bucket(i - j) + buckets, 0, 2 * buckets - 1)``; the picture for
+    ``length = 4`` with no log range (``B = buckets``)::
+
+        B   B-1 B-2 B-3
+        B+1 B   B-1 B-2
+        B+2 B+1 B   B-1
+        B+3 B+2 B+1 B
+
+    The buckets depend on ``i - j`` only, so a shift of every position (left padding, a chunk
+    offset) leaves them unchanged.
+    """
+    # bucket the 2T - 1 distances once, then lay them out as a Toeplitz matrix (one T x T
+    # allocation instead of several T x T temporaries)
+    distances = torch.arange(length - 1, -length, -1, device=device)  # (2T-1,) = T-1 ... -(T-1)
+    index = (deberta_log_bucket(distances, buckets, max_distance) + buckets).clamp(0, 2 * buckets - 1)
+    # row i must read distances i - 0, i - 1, ..., i - (T-1), i.e. index[T-1-i :][:T]
+    return index.unfold(0, length, 1).flip(0)  # (T, T)
