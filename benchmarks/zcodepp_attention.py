@@ -17,8 +17,8 @@ from fairseq.modules import MultiheadAttention
 from transformers import DebertaV2Config
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as HFAttention
 
-from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.modules.relative_position import deberta_relative_index
+from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 
 
 # cpu: this process's CPU time, fair on a shared machine; wall: elapsed time, for a dedicated one
