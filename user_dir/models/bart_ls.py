@@ -1,7 +1,7 @@
 """``bart_ls``: BART with a long-document encoder (BART-LS, Xiong et al. 2022).
 
-fairseq's ``bart`` model whose encoder self-attention is block-sparse
-(:mod:`fairseq_ext.bart_ls.attention`), chosen by ``--encoder-attention``
+fairseq's ``bart`` model whose encoder (:mod:`fairseq_ext.bart_ls.encoder`) has block-sparse
+self-attention (:mod:`fairseq_ext.bart_ls.attention`), chosen by ``--encoder-attention``
 (``block`` | ``overlapping`` | ``global`` | ``full``), with pooling-augmented attention in the
 top ``--pooling-layers`` encoder layers (:mod:`fairseq_ext.bart_ls.pooling`). The decoder is
 BART's, with full attention. Weight names are BART's (pooling weights are new), so a BART
@@ -16,20 +16,11 @@ from dataclasses import asdict, dataclass, field
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
-from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerEncoder
-from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
-from fairseq_ext.bart_ls.attention import (
-    ENCODER_ATTENTIONS,
-    BlockSparseSelfAttention,
-    build_block_core,
-    check_encoder_options,
-)
-from fairseq_ext.bart_ls.pooling import PooledAttention
+from fairseq_ext.bart_ls.attention import ENCODER_ATTENTIONS, check_encoder_options
+from fairseq_ext.bart_ls.encoder import BartLSEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -65,48 +56,6 @@ def _check(args):
         args.encoder_attention, args.block_size, args.global_tokens, args.pooling_layers, args.encoder_layers,
         args.pooling_kernel, args.pooling_stride, args.pooling_padding,
     )
-
-
-class BartLSEncoderLayer(TransformerEncoderLayerBase):
-    """fairseq's encoder layer with BART-LS self-attention (projections keep BART's names)."""
-
-    def __init__(self, cfg, args, with_pooling):
-        self.bart_ls_args = args
-        self.with_pooling = with_pooling
-        super().__init__(cfg)
-
-    def build_self_attention(self, embed_dim, cfg):
-        args = self.bart_ls_args
-        if args.encoder_attention == "full":
-            return super().build_self_attention(embed_dim, cfg)
-        pooling = None
-        if self.with_pooling:
-            pooling = PooledAttention(
-                embed_dim, cfg.encoder.attention_heads, args.pooling_kernel, args.pooling_stride,
-                args.pooling_padding, dropout=cfg.attention_dropout,
-            )
-        core = build_block_core(args.encoder_attention, args.global_tokens, cfg.attention_dropout)
-        return BlockSparseSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, core, args.block_size, pooling=pooling
-        )
-
-
-class BartLSEncoder(TransformerEncoder):
-    """BART's encoder with :class:`BartLSEncoderLayer` layers; the top ``pooling_layers``
-    of them carry pooled attention."""
-
-    def __init__(self, args, dictionary, embed_tokens):
-        self.layers_built = 0
-        super().__init__(args, dictionary, embed_tokens)
-
-    def build_encoder_layer(self, args):
-        index = self.layers_built
-        self.layers_built += 1
-        cfg = TransformerConfig.from_namespace(args)
-        layer = BartLSEncoderLayer(cfg, args, with_pooling=index >= args.encoder_layers - args.pooling_layers)
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
 
 
 @register_model("bart_ls")

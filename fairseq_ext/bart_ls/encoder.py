@@ -1,0 +1,60 @@
+"""The BART-LS encoder: BART's encoder whose layers use block-sparse self-attention.
+
+fairseq's ``TransformerEncoder`` with :class:`BartLSEncoderLayer` layers (built through
+fairseq's ``build_encoder_layer`` / ``build_self_attention`` hooks): the self-attention is a
+:class:`~.attention.BlockSparseSelfAttention` around the core named by ``--encoder-attention``
+(or BART's own with ``full``), and the top ``--pooling-layers`` layers add
+:class:`~.pooling.PooledAttention` (section 2.1, Figure 1). Projections keep BART's names, so
+BART's weights load unchanged. ``args`` is the ``bart_ls`` model's namespace
+(``user_dir/models/bart_ls.py``).
+"""
+
+from fairseq.distributed import fsdp_wrap
+from fairseq.models.transformer import TransformerConfig, TransformerEncoder
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+
+from .attention import BlockSparseSelfAttention, build_block_core
+from .pooling import PooledAttention
+
+
+class BartLSEncoderLayer(TransformerEncoderLayerBase):
+    """fairseq's encoder layer with BART-LS self-attention (projections keep BART's names)."""
+
+    def __init__(self, cfg, args, with_pooling):
+        self.bart_ls_args = args
+        self.with_pooling = with_pooling
+        super().__init__(cfg)
+
+    def build_self_attention(self, embed_dim, cfg):
+        args = self.bart_ls_args
+        if args.encoder_attention == "full":
+            return super().build_self_attention(embed_dim, cfg)
+        pooling = None
+        if self.with_pooling:
+            pooling = PooledAttention(
+                embed_dim, cfg.encoder.attention_heads, args.pooling_kernel, args.pooling_stride,
+                args.pooling_padding, dropout=cfg.attention_dropout,
+            )
+        core = build_block_core(args.encoder_attention, args.global_tokens, cfg.attention_dropout)
+        return BlockSparseSelfAttention(
+            embed_dim, cfg.encoder.attention_heads, core, args.block_size, pooling=pooling
+        )
+
+
+class BartLSEncoder(TransformerEncoder):
+    """BART's encoder with :class:`BartLSEncoderLayer` layers; the top ``pooling_layers``
+    of them carry pooled attention."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        self.layers_built = 0
+        super().__init__(args, dictionary, embed_tokens)
+
+    def build_encoder_layer(self, args):
+        index = self.layers_built
+        self.layers_built += 1
+        cfg = TransformerConfig.from_namespace(args)
+        layer = BartLSEncoderLayer(cfg, args, with_pooling=index >= args.encoder_layers - args.pooling_layers)
+        if cfg.checkpoint_activations:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
