@@ -2,8 +2,11 @@
 fairseq-train --user-dir for the three fine-tuning methods -> fairseq-generate -> hub;
 and one update of MiniLM-L6-H384 started from its real weights."""
 
+import shutil
+
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
 from fairseq_ext.s2s_ft.wordpiece import minilm_dir
@@ -51,6 +54,37 @@ def test_minilm_init_train_generate_and_hub(wordpiece_data, tmp_path):
     document = read_lines(wordpiece_data.parent / "raw" / "test.source")[0]
     summary = summarizer.summarize(document, beam=2, max_len_b=6, min_len=2)
     assert isinstance(summary, str) and summary.strip() and "##" not in summary
+
+
+def tiny_bert_dir(directory):
+    """A random HF BERT of ``s2s_ft_tiny``'s sizes over MiniLM's vocabulary (the data's)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(
+        vocab_size=len(read_lines(minilm_dir() / "vocab.txt")), hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128,
+    )
+    torch.manual_seed(0)
+    transformers.BertForMaskedLM(config).save_pretrained(directory)
+    shutil.copy(minilm_dir() / "vocab.txt", directory / "vocab.txt")
+    return directory
+
+
+def test_checkpoint_loads_after_the_init_from_hf_directory_is_gone(wordpiece_data, tmp_path):
+    """--init-from-hf is read when a model starts training, not when its checkpoint is loaded:
+    fairseq-generate (under either task) and the hub work on a machine without that directory."""
+    hf_dir = tiny_bert_dir(tmp_path / "hf")
+    released = load_file(hf_dir / "model.safetensors")["bert.embeddings.position_embeddings.weight"]  # (512, 64)
+    train_s2s(wordpiece_data, tmp_path / "ckpt", "s2s_ft_tiny", ["--init-from-hf", str(hf_dir)])
+    shutil.rmtree(hf_dir)
+    checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
+    trained = torch.load(checkpoint, weights_only=True)["model"]["encoder.body.embeddings.position.weight"]
+    assert (trained - released).abs().max() < 0.01  # two Adam steps of 1e-3 away from the released weights
+    documents = read_lines(wordpiece_data.parent / "raw" / "test.source")
+    for task in ("s2s_ft_summarization", "abstractive_summarization"):
+        hyps = generate(wordpiece_data, checkpoint, [*SHORT, "--min-len", "2", "--max-len-b", "6"], task=task)
+        assert len(hyps) == len(documents)
+    summarizer = from_pretrained(str(checkpoint.parent), checkpoint.name, data_name_or_path=str(wordpiece_data))
+    assert summarizer.summarize(documents[0], beam=2, max_len_b=6, min_len=2).strip()
 
 
 def test_sentencepiece_data_gets_a_mask_token(tmp_path):

@@ -224,6 +224,13 @@ def test_clear_errors():
         model.encoder(long_src, torch.tensor([70]))
 
 
+def test_init_from_hf_is_the_tasks_step():
+    """--init-from-hf is read by the summarization tasks when they build a model to train, not
+    by build_model: building reads nothing, and a task that would not apply it is refused."""
+    with pytest.raises(ValueError, match="--init-from-hf is applied by the summarization tasks"):
+        make_model("pseudo", init_from_hf="/nonexistent/hf-dir")
+
+
 def test_criterion_equals_label_smoothed_cross_entropy_on_predicted_positions():
     from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 

@@ -20,13 +20,14 @@ from fairseq_ext.zcodepp.noising import (
 )
 from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
 from user_dir.criterions.zcodepp_joint import ZCodeppJointCriterion
+from user_dir.interfaces import ReplacedTokenDetectionTask
 from user_dir.models.zcodepp import ZCodeppModel
 
 WORDS = 40
 SENTINELS = 12
 
 
-class FakeTask:
+class FakeTask(ReplacedTokenDetectionTask):
     """The two things the model and criterion read from a task."""
 
     def __init__(self, dictionary, special_ids):

@@ -24,6 +24,8 @@ from fairseq import hub_utils
 
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
 
+from .tasks.abstractive_summarization import AbstractiveSummarizationTask
+
 logger = logging.getLogger(__name__)
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -42,7 +44,7 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
 
     def __init__(self, cfg, task, models, model_dir=None):
         super().__init__(cfg, task, models)
-        self.uses_data_codec = hasattr(task, "encode_text")
+        self.uses_data_codec = isinstance(task, AbstractiveSummarizationTask)
         if not self.uses_data_codec:
             return
         extra = [(kind, os.path.join(model_dir, name)) for kind, name in CODEC_FILES] if model_dir else []

@@ -18,14 +18,18 @@ source length ``n``):
   where it was selected (Section 2.2);
 * pseudo-masked (and masked at inference): rows ``[t1..t_{T-1}, <pad>; [P] x T]``; ``[P]_i``
   shares position ``n+i`` with ``target_i`` and predicts it (Section 2.3).
+
+:class:`S2SFTEncoderDecoder` puts the two together and adds the fine-tuning objective's noise
+(source and teacher-forced target noise; the noised target rows of masked fine-tuning).
 """
 
 from typing import Dict, List, Optional
 
 import torch
-from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
+from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
+from .noising import noise_tokens
 from .transformer import S2SFTTransformer
 
 METHODS = ("causal", "masked", "pseudo")
@@ -189,6 +193,56 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
 
     def max_positions(self):
         return self.max_target_positions
+
+
+class S2SFTEncoderDecoder(FairseqEncoderDecoderModel):
+    """The shared body seen as encoder + decoder, with the fine-tuning objective's noise.
+
+    ``cfg`` carries the ``s2s_ft`` model's fields (``user_dir/models/s2s_ft.py``) read here:
+    ``s2s_method``, ``source_mask_prob``, ``target_mask_prob``, ``mask_ratio``,
+    ``random_ratio``, ``max_source_positions`` and ``max_target_positions``.
+    """
+
+    def __init__(self, cfg, encoder: S2SFTEncoder, decoder: S2SFTDecoder, dictionary):
+        super().__init__(encoder, decoder)
+        self.cfg = cfg
+        self.dictionary = dictionary
+        self.mask_idx = decoder.mask_idx
+
+    def _noise(self, tokens, eligible, prob, at_least_one=False):
+        return noise_tokens(
+            tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
+            self.cfg.mask_ratio, self.cfg.random_ratio, at_least_one=at_least_one,
+        )  # fmt: skip
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):
+        """The fine-tuning objective's forward pass.
+
+        Returns ``(logits (B, T, V), extra)`` where ``extra["loss_mask"]`` (bool ``(B, T)``, or
+        None for every non-pad target) marks the target positions that are predicted.
+        """
+        pad = self.dictionary.pad()
+        if self.training and self.cfg.source_mask_prob > 0:
+            eligible = src_tokens.ge(self.dictionary.nspecial)  # never </s>, <pad>
+            src_tokens, _ = self._noise(src_tokens, eligible, self.cfg.source_mask_prob)
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
+        if self.cfg.s2s_method == "masked":
+            if target is None:
+                raise ValueError("masked fine-tuning predicts noised targets: train with --criterion s2s_ft")
+            rows, selected = self._noise(target, target.ne(pad), self.cfg.target_mask_prob, at_least_one=True)
+            logits, extra = self.decoder(prev_output_tokens, encoder_out, target_rows=rows)
+            extra["loss_mask"] = selected
+            return logits, extra
+        if self.training and self.cfg.target_mask_prob > 0:
+            eligible = prev_output_tokens.ne(pad)
+            eligible[:, 0] = False  # the start symbol stays
+            prev_output_tokens, _ = self._noise(prev_output_tokens, eligible, self.cfg.target_mask_prob)
+        logits, extra = self.decoder(prev_output_tokens, encoder_out)
+        extra["loss_mask"] = None
+        return logits, extra
+
+    def max_positions(self):
+        return (self.cfg.max_source_positions, self.cfg.max_target_positions)
 
 
 MASK_SYMBOLS = ("[MASK]", "<mask>")

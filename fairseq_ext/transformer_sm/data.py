@@ -55,7 +55,7 @@ class DelimiterDataset(BaseWrapperDataset):
 
     def __init__(self, dataset, delim):
         super().__init__(dataset)
-        if getattr(dataset, "left_pad_target", False):
+        if dataset.left_pad_target:
             raise ValueError("Transformer-SM needs right-padded targets (--left-pad-target False)")
         self.delim = delim
         src_sizes = np.asarray(dataset.src_sizes)

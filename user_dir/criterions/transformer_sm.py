@@ -34,6 +34,8 @@ from fairseq.logging import metrics
 
 from fairseq_ext.transformer_sm import article_targets
 
+from ..interfaces import JointRowTask
+
 logger = logging.getLogger(__name__)
 
 TRAINING_MODES = ChoiceEnum(["dat", "ett"])
@@ -58,8 +60,8 @@ class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, sentence_avg, label_smoothing, mode="ett", dat_epochs=0, ignore_prefix_size=0,
                  report_accuracy=False):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
-        if not hasattr(task, "delimiter_index"):
-            raise ValueError("the transformer_sm criterion needs the transformer_sm task")
+        if not isinstance(task, JointRowTask):
+            raise ValueError(f"the transformer_sm criterion needs the transformer_sm task, got {type(task).__name__}")
         if dat_epochs < 0 or (dat_epochs and mode == "dat"):
             raise ValueError("--dat-epochs N (N >= 0) schedules DAT before ETT and goes with --mode ett")
         self.mode = mode
@@ -68,7 +70,7 @@ class TransformerSMCriterion(LabelSmoothedCrossEntropyCriterion):
 
     def domain_adaptive(self):
         """Whether the current epoch trains with the DAT loss."""
-        dat = self.mode == "dat" or getattr(self.task, "epoch", 1) <= self.dat_epochs
+        dat = self.mode == "dat" or self.task.epoch <= self.dat_epochs
         if dat != self._announced:
             loss = "DAT (article and summary)" if dat else "ETT (summary only)"
             logger.info(f"transformer_sm criterion: {loss} loss")

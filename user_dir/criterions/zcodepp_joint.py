@@ -22,6 +22,8 @@ from fairseq.logging import metrics
 
 from fairseq_ext.zcodepp.noising import sample_replacements
 
+from ..interfaces import ReplacedTokenDetectionTask
+
 
 @dataclass
 class ZCodeppJointConfig(FairseqDataclass):
@@ -38,8 +40,9 @@ class ZCodeppJointConfig(FairseqDataclass):
 class ZCodeppJointCriterion(FairseqCriterion):
     def __init__(self, task, mlm_weight, rtd_weight, csp_weight, label_smoothing, sampling_temperature):
         super().__init__(task)
-        if not hasattr(task, "special_ids"):
-            raise ValueError("zcodepp_joint needs --task zcodepp_pretraining (MLM/RTD/CSP samples)")
+        if not isinstance(task, ReplacedTokenDetectionTask):
+            raise ValueError(f"zcodepp_joint needs --task zcodepp_pretraining (MLM/RTD/CSP samples), "
+                             f"got {type(task).__name__}")
         self.mlm_weight = mlm_weight
         self.rtd_weight = rtd_weight
         self.csp_weight = csp_weight

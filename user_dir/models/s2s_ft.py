@@ -3,23 +3,25 @@
 The library is :mod:`fairseq_ext.s2s_ft`; this file registers the model, its configuration
 and its named sizes. ``--s2s-method`` picks causal, masked or pseudo-masked fine-tuning;
 ``--init-from-hf DIR`` starts from a HF BERT/RoBERTa checkpoint whose vocabulary the data
-use (``python -m fairseq_ext.s2s_ft.prepare_wordpiece``). Train with
-``--task s2s_ft_summarization --criterion s2s_ft``.
+use (``python -m fairseq_ext.s2s_ft.prepare_wordpiece``), read when the task builds a model to
+train, never when a checkpoint is loaded (:class:`~user_dir.interfaces.InitFromPretrained`).
+Train with ``--task s2s_ft_summarization --criterion s2s_ft``.
 """
 
 from dataclasses import dataclass, field
 from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
+from fairseq.models import register_model, register_model_architecture
 from omegaconf import II
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
 from fairseq_ext.s2s_ft.convert import load_pretrained
-from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, mask_index
-from fairseq_ext.s2s_ft.noising import noise_tokens
+from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, S2SFTEncoderDecoder, mask_index
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
 
+from ..interfaces import InitFromPretrained
+from ..tasks.abstractive_summarization import AbstractiveSummarizationTask
 from ._positions import fill_positions
 
 DEFAULT_TARGET_POSITIONS = 128
@@ -64,34 +66,33 @@ class S2SFTConfig(FairseqDataclass):
     init_from_hf: Optional[str] = field(
         default=None,
         metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
-                  "from; its vocabulary must be the data's (ignored when loading a checkpoint)"},
+                  "training from; its vocabulary must be the data's (never read when a checkpoint is "
+                  "loaded for generation or the hub)"},
     )
     max_source_positions: Optional[int] = II("task.max_source_positions")
     max_target_positions: Optional[int] = II("task.max_target_positions")
 
 
 @register_model("s2s_ft", dataclass=S2SFTConfig)
-class S2SFTModel(FairseqEncoderDecoderModel):
+class S2SFTModel(S2SFTEncoderDecoder, InitFromPretrained):
     """s2s-ft: the encoder and the decoder are one Transformer under seq2seq masks
-    (``encoder.body is decoder.body``)."""
+    (``encoder.body is decoder.body``); the fine-tuning forward pass is
+    :class:`~fairseq_ext.s2s_ft.model.S2SFTEncoderDecoder`'s."""
 
     @classmethod
     def add_args(cls, parser):
         """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
         add_dataclass_args(parser, getattr(cls, "__dataclass")(), delete_default=True)
 
-    def __init__(self, cfg: S2SFTConfig, encoder, decoder, dictionary):
-        super().__init__(encoder, decoder)
-        self.cfg = cfg
-        self.dictionary = dictionary
-        self.mask_idx = decoder.mask_idx
-
     @classmethod
     def build_model(cls, cfg: S2SFTConfig, task):
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if src_dict.symbols != tgt_dict.symbols:
             raise ValueError("s2s-ft reads source and target with one embedding: use a joined dictionary")
-        if getattr(task.cfg, "left_pad_target", False):
+        if cfg.init_from_hf and not isinstance(task, AbstractiveSummarizationTask):
+            raise ValueError(f"--init-from-hf is applied by the summarization tasks (--task s2s_ft_summarization), "
+                             f"not by {type(task).__name__}")
+        if task.cfg.left_pad_target:
             raise ValueError("s2s-ft needs right-padded targets (--left-pad-target False)")
         # limits not given: a summary of DEFAULT_TARGET_POSITIONS, the rest for the source
         fill_positions(cfg, lambda target: cfg.max_positions - int(cfg.prepend_bos) - target,
@@ -119,46 +120,13 @@ class S2SFTModel(FairseqEncoderDecoderModel):
                 init_std=cfg.init_std,
             )
         )
-        if cfg.init_from_hf:
-            load_pretrained(body, cfg.init_from_hf, src_dict.symbols)
         encoder = S2SFTEncoder(src_dict, body, prepend_bos=cfg.prepend_bos)
         decoder = S2SFTDecoder(tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions)
         return cls(cfg, encoder, decoder, tgt_dict)
 
-    def _noise(self, tokens, eligible, prob, at_least_one=False):
-        return noise_tokens(
-            tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-            self.cfg.mask_ratio, self.cfg.random_ratio, at_least_one=at_least_one,
-        )  # fmt: skip
-
-    def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):
-        """The fine-tuning objective's forward pass.
-
-        Returns ``(logits (B, T, V), extra)`` where ``extra["loss_mask"]`` (bool ``(B, T)``, or
-        None for every non-pad target) marks the target positions that are predicted.
-        """
-        pad = self.dictionary.pad()
-        if self.training and self.cfg.source_mask_prob > 0:
-            eligible = src_tokens.ge(self.dictionary.nspecial)  # never </s>, <pad>
-            src_tokens, _ = self._noise(src_tokens, eligible, self.cfg.source_mask_prob)
-        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
-        if self.cfg.s2s_method == "masked":
-            if target is None:
-                raise ValueError("masked fine-tuning predicts noised targets: train with --criterion s2s_ft")
-            rows, selected = self._noise(target, target.ne(pad), self.cfg.target_mask_prob, at_least_one=True)
-            logits, extra = self.decoder(prev_output_tokens, encoder_out, target_rows=rows)
-            extra["loss_mask"] = selected
-            return logits, extra
-        if self.training and self.cfg.target_mask_prob > 0:
-            eligible = prev_output_tokens.ne(pad)
-            eligible[:, 0] = False  # the start symbol stays
-            prev_output_tokens, _ = self._noise(prev_output_tokens, eligible, self.cfg.target_mask_prob)
-        logits, extra = self.decoder(prev_output_tokens, encoder_out)
-        extra["loss_mask"] = None
-        return logits, extra
-
-    def max_positions(self):
-        return (self.cfg.max_source_positions, self.cfg.max_target_positions)
+    def init_from_pretrained(self):
+        if self.cfg.init_from_hf:
+            load_pretrained(self.encoder.body, self.cfg.init_from_hf, self.dictionary.symbols)
 
 
 @register_model_architecture("s2s_ft", "s2s_ft_base")

@@ -19,11 +19,14 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
+from fairseq.modules import LearnedPositionalEmbedding
 
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
 from fairseq_ext.modules.lm_head import MaskedLMHead
 from fairseq_ext.zcodepp.heads import Generator, RTDHead
+
+from ..interfaces import ReplacedTokenDetectionModel
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class ZCodeppConfig(FairseqDataclass):
 
 
 @register_model("zcodepp")
-class ZCodeppModel(TransformerModel):
+class ZCodeppModel(TransformerModel, ReplacedTokenDetectionModel):
     """Disentangled-attention (FiE) encoder + standard decoder; optional pre-training parts."""
 
     def __init__(self, args, encoder, decoder, generator=None, rtd_head=None):
@@ -103,6 +106,9 @@ class ZCodeppModel(TransformerModel):
         return cls(args, encoder, decoder, generator, rtd_head)
 
     # ------------------------------------------------------------- pre-training
+    def has_generator(self):
+        return self.generator is not None
+
     def generator_logits(self, tokens, masked):
         """MLM logits (M, V) of the generator at the masked slots (B, T) of ``tokens``."""
         return self.generator(tokens, masked)
@@ -127,7 +133,7 @@ class ZCodeppModel(TransformerModel):
         task's dictionary lacks them), and decoder positions beyond ``--max-target-positions``
         (phase one may train with longer targets than a later phase)."""
         rows = {key: self.encoder.embed_tokens.num_embeddings for key in EMBEDDING_KEYS}
-        if self.decoder.embed_positions is not None and hasattr(self.decoder.embed_positions, "weight"):
+        if isinstance(self.decoder.embed_positions, LearnedPositionalEmbedding):
             rows["decoder.embed_positions.weight"] = self.decoder.embed_positions.weight.size(0)
         for key, keep in rows.items():
             if key in state_dict and state_dict[key].size(0) > keep:

@@ -45,6 +45,7 @@ from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
 
+from ..interfaces import InitFromPretrained
 from ._batch_seed import BatchSeededTrainStep
 
 logger = logging.getLogger(__name__)
@@ -306,8 +307,12 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
     # ------------------------------------------------------------------ model
     def build_model(self, cfg, from_checkpoint=False):
         """fairseq's model, whose length limits this task then keeps to (an ensemble: the
-        smallest); sets up the validation generator for ``--eval-rouge``."""
+        smallest); sets up the validation generator for ``--eval-rouge``. A model built to be
+        trained (not ``from_checkpoint``) that starts from released weights loads them here
+        (:class:`~user_dir.interfaces.InitFromPretrained`)."""
         model = super(TranslationTask, self).build_model(cfg, from_checkpoint)
+        if isinstance(model, InitFromPretrained) and not from_checkpoint:
+            model.init_from_pretrained()
         self.model_max_positions = utils.resolve_max_positions(self.model_max_positions, model.max_positions())
         asked = (self.cfg.max_source_positions, self.cfg.max_target_positions)
         for side, wanted, allowed in zip(("source", "target"), asked, self.max_positions()):

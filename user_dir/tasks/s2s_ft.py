@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass
 
 from fairseq.tasks import register_task
-from omegaconf import open_dict
 
 from fairseq_ext.s2s_ft.model import MASK_SYMBOLS
 from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
@@ -60,9 +59,3 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
             return self.spm
         except FileNotFoundError:
             return None
-
-    def build_model(self, cfg, from_checkpoint=False):
-        if from_checkpoint and getattr(cfg, "init_from_hf", None):
-            with open_dict(cfg):
-                cfg.init_from_hf = None  # the checkpoint holds the weights
-        return super().build_model(cfg, from_checkpoint)

@@ -27,6 +27,7 @@ from fairseq.tasks import register_task
 from fairseq_ext.summarization_data import count_overlong
 from fairseq_ext.transformer_sm import DELIMITER, ArticleDataset, DelimiterDataset
 
+from ..interfaces import JointRowTask
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class TransformerSMTaskConfig(AbstractiveSummarizationConfig):
 
 
 @register_task("transformer_sm", dataclass=TransformerSMTaskConfig)
-class TransformerSMTask(AbstractiveSummarizationTask):
+class TransformerSMTask(AbstractiveSummarizationTask, JointRowTask):
     """Document -> summary as ``<s> article <delim> summary </s>`` rows (see module docstring)."""
 
     cfg: TransformerSMTaskConfig

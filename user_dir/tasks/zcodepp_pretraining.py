@@ -18,6 +18,7 @@ from fairseq.tasks import register_task
 from fairseq_ext.zcodepp.noising import span_count
 from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
 
+from ..interfaces import ReplacedTokenDetectionModel, ReplacedTokenDetectionTask
 from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class ZCodeppPretrainingConfig(PlainTextConfig):
 
 
 @register_task("zcodepp_pretraining", dataclass=ZCodeppPretrainingConfig)
-class ZCodeppPretrainingTask(PlainTextTask):
+class ZCodeppPretrainingTask(PlainTextTask, ReplacedTokenDetectionTask):
     """RTD + MLM + CSP data for the ``zcodepp_joint`` criterion."""
 
     cfg: ZCodeppPretrainingConfig
@@ -82,7 +83,8 @@ class ZCodeppPretrainingTask(PlainTextTask):
         )
 
     def build_model(self, cfg, from_checkpoint=False):
-        if not getattr(cfg, "generator_layers", 0):
+        model = super().build_model(cfg, from_checkpoint)
+        if not (isinstance(model, ReplacedTokenDetectionModel) and model.has_generator()):
             raise ValueError("zcodepp_pretraining trains a generator: give --generator-layers N "
-                             "(6 in the paper) with a zcodepp architecture")
-        return super().build_model(cfg, from_checkpoint)
+                             f"(6 in the paper) with a zcodepp architecture (got {type(model).__name__})")
+        return model

@@ -1,0 +1,196 @@
+"""The Transformer-SM network as fairseq sees it: an article "encoder" and the GPT decoder.
+
+One GPT-style stack of masked self-attention blocks reads ``<s> article <delim> summary``
+with fully causal attention (paper Sec. 2; the public code's layout, see :mod:`.layout`). To run
+under stock ``fairseq-generate`` and the hub, the model is presented to fairseq as an
+encoder-decoder pair:
+
+* :class:`ArticleEncoder` only carries the (right-padded) article tokens through the
+  SequenceGenerator, which reorders them with the beams; it has no parameters.
+* :class:`TransformerSMDecoder` is the whole GPT. In training (and at the first decoding step)
+  it runs ``[article; decoder input]`` as one causal row, so every layer's keys and values of
+  the article enter fairseq's incremental-state cache exactly as a language model would compute
+  them; later steps feed one summary token against that cache. Since attention is causal, the
+  summary scores are those of one forward pass over the joint sequence.
+
+The configuration object is the ``transformer_sm`` model's (``user_dir/models/transformer_sm.py``).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
+from fairseq.models.transformer import TransformerConfig
+from fairseq.modules import LayerNorm
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
+
+from .embedding import JointEmbedding
+from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
+
+
+class ArticleEncoder(FairseqEncoder):
+    """Hands the right-padded article ``<s> a_1 .. a_M`` to the decoder (no parameters).
+
+    fairseq's SequenceGenerator reorders ``encoder_out`` with the beams; the decoder reads the
+    article from it at the first step only (afterwards it lives in the key/value cache).
+    """
+
+    def __init__(self, dictionary, max_positions):
+        super().__init__(dictionary)
+        self.padding_idx = dictionary.pad()
+        self._max_positions = max_positions
+
+    def forward(self, src_tokens, src_lengths=None, **kwargs):
+        if src_tokens.size(1) > 0 and src_tokens[:, 0].eq(self.padding_idx).any():
+            raise ValueError(
+                "Transformer-SM needs right-padded articles: use the transformer_sm task "
+                "(or --left-pad-source False)"
+            )
+        return {
+            "src_tokens": [src_tokens],  # (B, M)
+            "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1)],  # (B,)
+        }
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        return {key: [value.index_select(0, new_order) for value in values] for key, values in encoder_out.items()}
+
+    def max_positions(self):
+        return self._max_positions
+
+
+class TransformerSMDecoder(FairseqIncrementalDecoder):
+    """The GPT stack over the joint sequence; output projection tied to the word embeddings."""
+
+    def __init__(self, cfg, dictionary):
+        super().__init__(dictionary)
+        if cfg.layers < 1:
+            raise ValueError("transformer_sm needs at least one layer")
+        self.padding_idx = dictionary.pad()
+        self.position_mode = cfg.summary_positions
+        self.max_positions_ = cfg.max_positions
+        self.embed = JointEmbedding(
+            len(dictionary),
+            cfg.embed_dim,
+            self.padding_idx,
+            cfg.max_positions,
+            source_embeddings=not cfg.no_source_embeddings,
+            dropout=cfg.embed_dropout,
+            init_std=cfg.init_std,
+            source_norm_ratio=cfg.source_norm_ratio,
+        )
+        layer_cfg = self.layer_config(cfg)
+        self.layers = nn.ModuleList(
+            [TransformerDecoderLayerBase(layer_cfg, no_encoder_attn=True) for _ in range(cfg.layers)]
+        )
+        self.layer_norm = LayerNorm(cfg.embed_dim) if cfg.normalize_before else None
+
+    @staticmethod
+    def layer_config(cfg):
+        """fairseq's :class:`TransformerConfig` for one GPT block of these sizes."""
+        layer_cfg = TransformerConfig()
+        layer_cfg.dropout = cfg.dropout
+        layer_cfg.attention_dropout = cfg.attention_dropout
+        layer_cfg.activation_dropout = cfg.activation_dropout
+        layer_cfg.activation_fn = cfg.activation_fn
+        layer_cfg.decoder.embed_dim = cfg.embed_dim
+        layer_cfg.decoder.ffn_embed_dim = cfg.ffn_embed_dim
+        layer_cfg.decoder.attention_heads = cfg.attention_heads
+        layer_cfg.decoder.normalize_before = cfg.normalize_before
+        return layer_cfg
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self,
+        prev_output_tokens,
+        encoder_out,
+        incremental_state=None,
+        features_only=False,
+        article_logits=False,
+        **kwargs,
+    ):
+        """Summary logits ``(B, N, V)`` for the decoder input ``<delim> s_1 .. s_{N-1}``.
+
+        With ``article_logits`` (domain-adaptive training) ``extra["article_logits"]`` holds the
+        next-token logits of the article positions, ``(B, M, V)``.
+        """
+        x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
+        if features_only:
+            return x, extra
+        if article_logits:
+            extra["article_logits"] = self.output_layer(extra["article_features"])
+        return self.output_layer(x), extra
+
+    def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
+        article = encoder_out["src_tokens"][0]  # (B, M)
+        article_lengths = encoder_out["src_lengths"][0]  # (B,)
+        if incremental_state is not None and self._has_cache(incremental_state):
+            step = prev_output_tokens.size(1) - 1
+            self._check_positions(article.size(1), step + 1)
+            tokens = prev_output_tokens[:, -1:]  # (B, 1)
+            positions = summary_positions(article_lengths, step, 1, self.position_mode)  # (B, 1)
+            x = self.embed(tokens, positions, SUMMARY)  # (B, 1, C)
+            n_article, attn_mask, padding_mask = 0, None, None
+        else:
+            n_article, n_summary = article.size(1), prev_output_tokens.size(1)
+            self._check_positions(n_article, n_summary)
+            tokens = torch.cat([article, prev_output_tokens], dim=1)  # (B, M + N)
+            positions = torch.cat(
+                [
+                    article_positions(article),
+                    summary_positions(article_lengths, 0, n_summary, self.position_mode),
+                ],
+                dim=1,
+            )  # (B, M + N)
+            sources = torch.full_like(tokens[0], SUMMARY)  # (M + N,)
+            sources[:n_article] = ARTICLE
+            x = self.embed(tokens, positions, sources.expand_as(tokens))  # (B, M + N, C)
+            attn_mask = causal_mask(tokens.size(1), device=x.device, dtype=x.dtype)  # (M + N, M + N)
+            padding_mask = tokens.eq(self.padding_idx)  # (B, M + N)
+            if not padding_mask.any():
+                padding_mask = None
+
+        x = x.transpose(0, 1)  # (T, B, C)
+        inner_states = [x]
+        for layer in self.layers:
+            x, _, _ = layer(
+                x,
+                incremental_state=incremental_state,
+                self_attn_mask=attn_mask,
+                self_attn_padding_mask=padding_mask,
+            )
+            inner_states.append(x)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        x = x.transpose(0, 1)  # (B, T, C)
+        extra = {"attn": [None], "inner_states": inner_states, "article_features": x[:, :n_article]}
+        return x[:, n_article:], extra  # (B, N, C)
+
+    def output_layer(self, features):
+        return F.linear(features, self.embed.tokens.weight)  # (B, T, V)
+
+    def _has_cache(self, incremental_state):
+        """Whether the article is already in this decoding run's key/value cache."""
+        buffer = self.layers[0].self_attn._get_input_buffer(incremental_state)
+        return "prev_key" in buffer
+
+    def _check_positions(self, n_article, n_summary):
+        """Raise a clear error (instead of an index error) when the row does not fit."""
+        if self.position_mode == "restart":
+            needed = max(n_article, n_summary)
+        else:
+            needed = n_article + n_summary
+        if needed > self.max_positions_:
+            raise ValueError(
+                f"an article of {n_article} and a summary of {n_summary} tokens need {needed} "
+                f"positions ({self.position_mode} mode) but the model has {self.max_positions_}; "
+                "lower --max-source-positions/--max-target-positions"
+            )
+
+    def summary_capacity(self, max_source_positions):
+        """The longest decoder input that fits beside an article of ``max_source_positions``."""
+        if self.position_mode == "restart":
+            return self.max_positions_
+        return self.max_positions_ - max_source_positions
+
+    def max_positions(self):
+        return self.max_positions_
