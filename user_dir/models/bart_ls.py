@@ -22,6 +22,8 @@ from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_la
 from fairseq_ext.bart_ls.attention import ENCODER_ATTENTIONS, check_encoder_options
 from fairseq_ext.bart_ls.encoder import BartLSEncoder
 
+from ._sizes import set_defaults
+
 logger = logging.getLogger(__name__)
 
 
@@ -101,28 +103,23 @@ class BartLSModel(BARTModel):
         super().upgrade_state_dict_named(state_dict, name)
 
 
-def _set_defaults(args, **sizes):
-    for key, value in sizes.items():
-        setattr(args, key, getattr(args, key, value))
-
-
 @register_model_architecture("bart_ls", "bart_ls_base")
 def bart_ls_base_architecture(args):
-    _set_defaults(args, max_source_positions=16384, max_target_positions=1024)
-    _set_defaults(args, **asdict(BartLSConfig()))
+    set_defaults(args, max_source_positions=16384, max_target_positions=1024)
+    set_defaults(args, **asdict(BartLSConfig()))
     bart_base_architecture(args)
 
 
 @register_model_architecture("bart_ls", "bart_ls_large")
 def bart_ls_large_architecture(args):
-    _set_defaults(args, max_source_positions=16384, max_target_positions=1024)
+    set_defaults(args, max_source_positions=16384, max_target_positions=1024)
     bart_large_architecture(args)
     bart_ls_base_architecture(args)
 
 
 @register_model_architecture("bart_ls", "bart_ls_tiny")
 def bart_ls_tiny_architecture(args):
-    _set_defaults(
+    set_defaults(
         args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=2,
         decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=1, decoder_attention_heads=2,
         max_source_positions=1024, max_target_positions=1024,

@@ -25,6 +25,7 @@ from fairseq_ext.fairseq_fixes import add_dataclass_args
 from fairseq_ext.prophetnet.decoder import NgramDecoder
 
 from ._positions import fill_positions
+from ._sizes import set_defaults
 
 logger = logging.getLogger(__name__)
 
@@ -139,16 +140,10 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
                 state_dict[full] = state_dict[full][:rows]
 
 
-def _fill(args, **values):
-    for name, value in values.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
-
-
 def _fill_defaults(args):
     for f in fields(ProphetNetSummConfig):
         if not isinstance(f.default, str) or not f.default.startswith("${"):
-            _fill(args, **{f.name: f.default})
+            set_defaults(args, replace_none=True, **{f.name: f.default})
 
 
 @register_model_architecture("prophetnet_summ", "prophetnet_summ_large")
@@ -160,22 +155,25 @@ def prophetnet_summ_large(args):
 @register_model_architecture("prophetnet_summ", "prophetnet_summ_base")
 def prophetnet_summ_base(args):
     """Paper section 3.6: 6+6 layers, 768 wide, 12 heads."""
-    _fill(args, encoder_embed_dim=768, encoder_ffn_embed_dim=3072, encoder_layers=6, encoder_attention_heads=12)
-    _fill(args, decoder_embed_dim=args.encoder_embed_dim, decoder_ffn_embed_dim=args.encoder_ffn_embed_dim,
-          decoder_layers=args.encoder_layers, decoder_attention_heads=args.encoder_attention_heads)
+    set_defaults(args, replace_none=True, encoder_embed_dim=768, encoder_ffn_embed_dim=3072, encoder_layers=6,
+                 encoder_attention_heads=12)
+    set_defaults(args, replace_none=True, decoder_embed_dim=args.encoder_embed_dim,
+                 decoder_ffn_embed_dim=args.encoder_ffn_embed_dim, decoder_layers=args.encoder_layers,
+                 decoder_attention_heads=args.encoder_attention_heads)
     prophetnet_summ_large(args)
 
 
 @register_model_architecture("prophetnet_summ", "prophetnet_summ_small")
 def prophetnet_summ_small(args):
     """3+3 layers, 256 wide: trains in minutes on CPU (demo)."""
-    _fill(args, encoder_embed_dim=256, encoder_ffn_embed_dim=1024, encoder_layers=3, encoder_attention_heads=4)
+    set_defaults(args, replace_none=True, encoder_embed_dim=256, encoder_ffn_embed_dim=1024, encoder_layers=3,
+                 encoder_attention_heads=4)
     prophetnet_summ_base(args)
 
 
 @register_model_architecture("prophetnet_summ", "prophetnet_summ_tiny")
 def prophetnet_summ_tiny(args):
     """1+1 layers, 32 wide, 16 buckets: for tests."""
-    _fill(args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1, encoder_attention_heads=2,
-          num_buckets=16, relative_max_distance=32)
+    set_defaults(args, replace_none=True, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1,
+                 encoder_attention_heads=2, num_buckets=16, relative_max_distance=32)
     prophetnet_summ_base(args)

@@ -23,6 +23,7 @@ from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerCon
 from ..interfaces import InitFromPretrained
 from ..tasks.abstractive_summarization import AbstractiveSummarizationTask
 from ._positions import fill_positions
+from ._sizes import set_defaults
 
 DEFAULT_TARGET_POSITIONS = 128
 """Summary length when neither the task nor the flags give one; the source gets the rest of
@@ -132,38 +133,25 @@ class S2SFTModel(S2SFTEncoderDecoder, InitFromPretrained):
 @register_model_architecture("s2s_ft", "s2s_ft_base")
 def s2s_ft_base(args):
     """BERT-base / RoBERTa-base: 12 layers, 768 wide, 12 heads, 3072 FFN, 512 positions."""
-    args.embed_dim = getattr(args, "embed_dim", 768)
-    args.layers = getattr(args, "layers", 12)
-    args.attention_heads = getattr(args, "attention_heads", 12)
-    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 3072)
-    args.max_positions = getattr(args, "max_positions", 512)
+    set_defaults(args, embed_dim=768, layers=12, attention_heads=12, ffn_embed_dim=3072, max_positions=512)
 
 
 @register_model_architecture("s2s_ft", "s2s_ft_large")
 def s2s_ft_large(args):
     """BERT-large / RoBERTa-large: 24 layers, 1024 wide, 16 heads, 4096 FFN."""
-    args.embed_dim = getattr(args, "embed_dim", 1024)
-    args.layers = getattr(args, "layers", 24)
-    args.attention_heads = getattr(args, "attention_heads", 16)
-    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 4096)
+    set_defaults(args, embed_dim=1024, layers=24, attention_heads=16, ffn_embed_dim=4096)
     s2s_ft_base(args)
 
 
 @register_model_architecture("s2s_ft", "s2s_ft_minilm_l6_h384")
 def s2s_ft_minilm_l6_h384(args):
     """MiniLM-L6-H384 (all-MiniLM-L6-v2's shape): 6 layers, 384 wide, 12 heads, 1536 FFN."""
-    args.embed_dim = getattr(args, "embed_dim", 384)
-    args.layers = getattr(args, "layers", 6)
-    args.attention_heads = getattr(args, "attention_heads", 12)
-    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 1536)
+    set_defaults(args, embed_dim=384, layers=6, attention_heads=12, ffn_embed_dim=1536)
     s2s_ft_base(args)
 
 
 @register_model_architecture("s2s_ft", "s2s_ft_tiny")
 def s2s_ft_tiny(args):
     """For tests: 2 layers, 64 wide, 4 heads, 128 FFN."""
-    args.embed_dim = getattr(args, "embed_dim", 64)
-    args.layers = getattr(args, "layers", 2)
-    args.attention_heads = getattr(args, "attention_heads", 4)
-    args.ffn_embed_dim = getattr(args, "ffn_embed_dim", 128)
+    set_defaults(args, embed_dim=64, layers=2, attention_heads=4, ffn_embed_dim=128)
     s2s_ft_base(args)

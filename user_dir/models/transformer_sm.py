@@ -26,6 +26,7 @@ from fairseq_ext.transformer_sm.model import ArticleEncoder, TransformerSMDecode
 
 from ..interfaces import JointRowTask
 from ._positions import fill_positions
+from ._sizes import set_defaults
 
 DEFAULT_ARTICLE_POSITIONS = 512
 DEFAULT_SUMMARY_POSITIONS = 110
@@ -116,45 +117,30 @@ class TransformerSMModel(FairseqEncoderDecoderModel):
         return (self.encoder.max_positions(), self.max_decoder_positions())
 
 
-def _set_default(args, name, value):
-    setattr(args, name, getattr(args, name, value))
-
-
 @register_model_architecture("transformer_sm", "transformer_sm_gpt")
 def transformer_sm_gpt(args):
     """The paper's size: GPT-1 (12 layers, 768 wide, 12 heads, post-LN, tanh-gelu, 512 positions)."""
-    _set_default(args, "embed_dim", 768)
-    _set_default(args, "ffn_embed_dim", 4 * args.embed_dim)
-    _set_default(args, "layers", 12)
-    _set_default(args, "attention_heads", 12)
-    _set_default(args, "max_positions", 512)
-    _set_default(args, "normalize_before", False)
-    _set_default(args, "activation_fn", "gelu_accurate")  # GPT-1's gelu is the tanh approximation
+    set_defaults(args, embed_dim=768)
+    set_defaults(args, ffn_embed_dim=4 * args.embed_dim, layers=12, attention_heads=12, max_positions=512,
+                 normalize_before=False, activation_fn="gelu_accurate")  # GPT-1's gelu: the tanh approximation
 
 
 @register_model_architecture("transformer_sm", "transformer_sm_gpt2")
 def transformer_sm_gpt2(args):
     """GPT-2 small layout (pre-LN and a final LayerNorm, tanh gelu, 1024 positions)."""
-    _set_default(args, "max_positions", 1024)
-    _set_default(args, "normalize_before", True)
-    _set_default(args, "activation_fn", "gelu_accurate")
+    set_defaults(args, max_positions=1024, normalize_before=True, activation_fn="gelu_accurate")
     transformer_sm_gpt(args)
 
 
 @register_model_architecture("transformer_sm", "transformer_sm_small")
 def transformer_sm_small(args):
     """A size that trains in minutes on CPU (the demo): 4 layers, 256 wide, 4 heads."""
-    _set_default(args, "embed_dim", 256)
-    _set_default(args, "layers", 4)
-    _set_default(args, "attention_heads", 4)
+    set_defaults(args, embed_dim=256, layers=4, attention_heads=4)
     transformer_sm_gpt(args)
 
 
 @register_model_architecture("transformer_sm", "transformer_sm_tiny")
 def transformer_sm_tiny(args):
     """For tests: 2 layers, 32 wide, 2 heads."""
-    _set_default(args, "embed_dim", 32)
-    _set_default(args, "ffn_embed_dim", 64)
-    _set_default(args, "layers", 2)
-    _set_default(args, "attention_heads", 2)
+    set_defaults(args, embed_dim=32, ffn_embed_dim=64, layers=2, attention_heads=2)
     transformer_sm_gpt(args)

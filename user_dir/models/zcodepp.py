@@ -27,6 +27,7 @@ from fairseq_ext.modules.lm_head import MaskedLMHead
 from fairseq_ext.zcodepp.heads import Generator, RTDHead
 
 from ..interfaces import ReplacedTokenDetectionModel
+from ._sizes import set_defaults
 
 logger = logging.getLogger(__name__)
 
@@ -144,43 +145,26 @@ class ZCodeppModel(TransformerModel, ReplacedTokenDetectionModel):
 @register_model_architecture("zcodepp", "zcodepp_base")
 def zcodepp_base_architecture(args):
     """T5-base sizes (12 + 12 layers, 768 wide); DeBERTa-v3 encoder conventions."""
-    for name, value in asdict(ZCodeppConfig()).items():
-        setattr(args, name, getattr(args, name, value))
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 768)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 3072)
-    args.encoder_layers = getattr(args, "encoder_layers", 12)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 12)
-    args.decoder_layers = getattr(args, "decoder_layers", 12)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", args.encoder_attention_heads)
-    args.decoder_learned_pos = getattr(args, "decoder_learned_pos", True)
-    args.activation_fn = getattr(args, "activation_fn", "gelu")
-    args.dropout = getattr(args, "dropout", 0.1)
-    args.attention_dropout = getattr(args, "attention_dropout", 0.1)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
-    args.no_scale_embedding = getattr(args, "no_scale_embedding", True)  # DeBERTa: LayerNorm, no scaling
-    args.layernorm_embedding = getattr(args, "layernorm_embedding", True)
+    set_defaults(args, **asdict(ZCodeppConfig()))
+    set_defaults(args, encoder_embed_dim=768, encoder_ffn_embed_dim=3072, encoder_layers=12, encoder_attention_heads=12,
+                 decoder_layers=12)
+    set_defaults(args, decoder_attention_heads=args.encoder_attention_heads, decoder_learned_pos=True,
+                 activation_fn="gelu", dropout=0.1, attention_dropout=0.1, share_all_embeddings=True)
+    set_defaults(args, no_scale_embedding=True, layernorm_embedding=True)  # DeBERTa: LayerNorm, no scaling
     base_architecture(args)
 
 
 @register_model_architecture("zcodepp", "zcodepp_large")
 def zcodepp_large_architecture(args):
     """The paper's Z-Code++ large: 24 + 24 layers, 1024 wide, 16 heads."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_layers = getattr(args, "encoder_layers", 24)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 16)
-    args.decoder_layers = getattr(args, "decoder_layers", 24)
+    set_defaults(args, encoder_embed_dim=1024, encoder_ffn_embed_dim=4096, encoder_layers=24,
+                 encoder_attention_heads=16, decoder_layers=24)
     zcodepp_base_architecture(args)
 
 
 @register_model_architecture("zcodepp", "zcodepp_tiny")
 def zcodepp_tiny_architecture(args):
     """For tests: 2 + 1 layers, 32 wide, 16 buckets up to distance 32 (log buckets in play)."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 32)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 64)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
-    args.decoder_layers = getattr(args, "decoder_layers", 1)
-    args.rel_pos_buckets = getattr(args, "rel_pos_buckets", 16)
-    args.max_relative_positions = getattr(args, "max_relative_positions", 32)
+    set_defaults(args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=2,
+                 decoder_layers=1, rel_pos_buckets=16, max_relative_positions=32)
     zcodepp_base_architecture(args)
