@@ -9,6 +9,7 @@ from fairseq_ext.modules.attention import biased_attention, fused_attention
 from fairseq_ext.modules.blocking import pad_to_multiple, split_blocks
 from fairseq_ext.modules.lm_head import MaskedLMHead
 from fairseq_ext.modules.multihead import merge_heads, split_heads
+from fairseq_ext.modules.table_rows import keep_leading_rows
 
 
 def reference_attention(q, k, v, allowed=None, bias=None):
@@ -112,3 +113,15 @@ def test_mlm_head_tied_weight_is_registered_or_passed():
     torch.testing.assert_close(tied(features), free(features, embedding.weight), atol=0, rtol=0)
     with pytest.raises(ValueError, match="embedding_weight"):
         free(features)
+
+
+def test_keep_leading_rows_cuts_only_larger_tables(caplog):
+    model_state = {"embed.weight": torch.zeros(5, 2), "positions.weight": torch.zeros(8, 2)}
+    checkpoint = {"m.embed.weight": torch.arange(14.0).view(7, 2), "m.positions.weight": torch.zeros(6, 2),
+                  "m.other.weight": torch.zeros(9, 2)}
+    with caplog.at_level("INFO"):
+        keep_leading_rows(checkpoint, model_state, ("embed.weight", "positions.weight", "other.weight"), "m.")
+    assert torch.equal(checkpoint["m.embed.weight"], torch.arange(10.0).view(5, 2))  # the leading rows
+    assert checkpoint["m.positions.weight"].shape == (6, 2)  # fewer rows: left for load_state_dict to refuse
+    assert checkpoint["m.other.weight"].shape == (9, 2)  # not a table of the model
+    assert "m.embed.weight: keeping the first 5 of 7 rows" in caplog.text

@@ -10,6 +10,7 @@
 - :mod:`.lm_head`: the masked-LM head (dense, GELU, LayerNorm, tied projection).
 - :mod:`.relative_position`: relative-position buckets (T5's unidirectional ones, DeBERTa's log
   buckets) and the biases gathered from them.
+- :mod:`.table_rows`: cut a pre-training checkpoint's embedding tables to a later phase's model.
 
 Pure PyTorch (fairseq's ``LayerNorm`` aside); nothing here registers anything in fairseq.
 """

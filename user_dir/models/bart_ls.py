@@ -11,7 +11,6 @@ Sizes: ``bart_ls_tiny`` (tests), ``bart_ls_base``, ``bart_ls_large`` (16K source
 block 1024, pooling in the top 4 layers: the paper's setting).
 """
 
-import logging
 from dataclasses import asdict, dataclass, field
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -21,10 +20,11 @@ from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_la
 
 from fairseq_ext.bart_ls.attention import ENCODER_ATTENTIONS, check_encoder_options
 from fairseq_ext.bart_ls.encoder import BartLSEncoder
+from fairseq_ext.modules.table_rows import keep_leading_rows
 
 from ._sizes import set_defaults
 
-logger = logging.getLogger(__name__)
+EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight")
 
 
 @dataclass
@@ -91,15 +91,7 @@ class BartLSModel(BARTModel):
         the embeddings are cut (and logged) instead of failing on a size mismatch.
         """
         prefix = name + "." if name else ""
-        rows = len(self.encoder.dictionary)
-        key = prefix + "encoder.embed_tokens.weight"
-        loaded = state_dict[key].size(0) if key in state_dict else rows
-        if loaded > rows + 1:
-            logger.info(f"dropping {loaded - rows} trailing embedding rows (sentinels) absent from the dictionary")
-            for part in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                         "decoder.output_projection.weight"):
-                if prefix + part in state_dict:
-                    state_dict[prefix + part] = state_dict[prefix + part][:rows]
+        keep_leading_rows(state_dict, self.state_dict(), EMBEDDING_KEYS, prefix)
         super().upgrade_state_dict_named(state_dict, name)
 
 

@@ -9,7 +9,6 @@ predicting streams switched off. Sizes: base = 6+6 layers, 768 wide, 12 heads (p
 section 3.6); large = 12+12, 1024, FFN 4096, 16 heads (section 3.1).
 """
 
-import logging
 from dataclasses import dataclass, field, fields
 from typing import Optional
 
@@ -22,12 +21,17 @@ from omegaconf import II
 from torch import nn
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
+from fairseq_ext.modules.table_rows import keep_leading_rows
 from fairseq_ext.prophetnet.decoder import NgramDecoder
 
 from ._positions import fill_positions
 from ._sizes import set_defaults
 
-logger = logging.getLogger(__name__)
+PRETRAINING_TABLES = (
+    "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight",
+    "encoder.embed_positions.weight", "decoder.embed_positions.weight", "decoder.ngram_embeddings.weight",
+)
+"""Tables a pre-trained checkpoint may have more rows of than a fine-tuned model."""
 
 DEFAULT_POSITIONS = 512
 """Source and target positions when neither the task nor the flags give them (the paper
@@ -129,15 +133,7 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
         fine-tuning of an n-gram pre-trained model keeps stream 1, the next-token stream)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        own = self.state_dict()
-        for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight",
-                    "decoder.output_projection.weight", "encoder.embed_positions.weight",
-                    "decoder.embed_positions.weight", "decoder.ngram_embeddings.weight"):
-            full = prefix + key
-            if full in state_dict and key in own and state_dict[full].size(0) > own[key].size(0):
-                rows = own[key].size(0)
-                logger.info(f"{full}: keeping the first {rows} of {state_dict[full].size(0)} rows")
-                state_dict[full] = state_dict[full][:rows]
+        keep_leading_rows(state_dict, self.state_dict(), PRETRAINING_TABLES, prefix)
 
 
 def _fill_defaults(args):

@@ -19,11 +19,11 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
-from fairseq.modules import LearnedPositionalEmbedding
 
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
 from fairseq_ext.modules.lm_head import MaskedLMHead
+from fairseq_ext.modules.table_rows import keep_leading_rows
 from fairseq_ext.zcodepp.heads import Generator, RTDHead
 
 from ..interfaces import ReplacedTokenDetectionModel
@@ -31,7 +31,9 @@ from ._sizes import set_defaults
 
 logger = logging.getLogger(__name__)
 
-EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight")
+TABLES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight",
+          "decoder.embed_positions.weight")
+"""Tables a phase-one checkpoint may have more rows of than a later phase's model."""
 
 
 @dataclass
@@ -125,21 +127,10 @@ class ZCodeppModel(TransformerModel, ReplacedTokenDetectionModel):
             if self.generator is None and fold_gdes_state_dict(state_dict):
                 logger.info("folded the GDES embedding delta into the encoder-decoder embeddings "
                             "and dropped the generator and the RTD head")
-            self._fit_tables(state_dict)
+            # <mask> and sentinel rows pre-training appends to the dictionary (a summarization
+            # task's lacks them); decoder positions beyond a later phase's --max-target-positions
+            keep_leading_rows(state_dict, self.state_dict(), TABLES)
         super().upgrade_state_dict_named(state_dict, name)
-
-    def _fit_tables(self, state_dict):
-        """Keep the leading rows of tables the checkpoint has more of than this model: the
-        ``<mask>`` and sentinel symbols pre-training appends to the dictionary (a summarization
-        task's dictionary lacks them), and decoder positions beyond ``--max-target-positions``
-        (phase one may train with longer targets than a later phase)."""
-        rows = {key: self.encoder.embed_tokens.num_embeddings for key in EMBEDDING_KEYS}
-        if isinstance(self.decoder.embed_positions, LearnedPositionalEmbedding):
-            rows["decoder.embed_positions.weight"] = self.decoder.embed_positions.weight.size(0)
-        for key, keep in rows.items():
-            if key in state_dict and state_dict[key].size(0) > keep:
-                logger.info(f"{key}: keeping the first {keep} of {state_dict[key].size(0)} rows")
-                state_dict[key] = state_dict[key][:keep]
 
 
 @register_model_architecture("zcodepp", "zcodepp_base")
