@@ -6,14 +6,14 @@ these classes and the caller checks ``isinstance`` when it is built, so that a w
 (``--criterion zcodepp_joint`` without ``--task zcodepp_pretraining``, say) fails at once with
 an error naming both, instead of deep in training; nobody probes with ``hasattr``.
 
-======================================  ===========================  ==============================
-contract                                provided by                  asked by
-======================================  ===========================  ==============================
-:class:`InitFromPretrained`             model ``s2s_ft``             every summarization task
-:class:`JointRowTask`                   task ``transformer_sm``      model and criterion ``transformer_sm``
-:class:`ReplacedTokenDetectionTask`     task ``zcodepp_pretraining`` criterion ``zcodepp_joint``
-:class:`ReplacedTokenDetectionModel`    model ``zcodepp``            task ``zcodepp_pretraining``
-======================================  ===========================  ==============================
+====================================  ============================  ======================================
+contract                              provided by                   asked by
+====================================  ============================  ======================================
+:class:`InitFromPretrained`           model ``s2s_ft``              every summarization task
+:class:`JointRowTask`                 task ``transformer_sm``       model and criterion ``transformer_sm``
+:class:`ReplacedTokenDetectionTask`   task ``zcodepp_pretraining``  criterion ``zcodepp_joint``
+:class:`ReplacedTokenDetectionModel`  model ``zcodepp``             task ``zcodepp_pretraining``
+====================================  ============================  ======================================
 
 This module imports nothing from the plugin, so tasks, criterions and models may all use it.
 """

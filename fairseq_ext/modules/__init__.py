@@ -1,4 +1,4 @@
-"""Attention pieces shared by the model families, each once under one name.
+"""Model pieces shared by the families (mostly attention), each once under one name.
 
 - :mod:`.multihead`: split a model width into attention heads and merge them back.
 - :mod:`.attention`: attention cores ``(q, k, v, mask[, bias]) -> out``, separate from the
