@@ -5,8 +5,8 @@ and one update of MiniLM-L6-H384 started from its real weights."""
 import pytest
 import torch
 
-from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
-from fairseq_ext.s2s_ft.wordpiece import minilm_dir
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.wordpiece import minilm_dir
 from harness import generate, prepare_corpus, read_lines, train
 from user_dir import from_pretrained
 

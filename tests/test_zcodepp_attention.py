@@ -11,7 +11,7 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
 import user_dir  # noqa: F401  (registers zcodepp)
-from fairseq_ext.zcodepp.convert import encoder_options, load_deberta_v2
+from fairseq_ext.convert.zcodepp import encoder_options, load_deberta_v2
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from fairseq_ext.zcodepp.relative_position import log_bucket_position, relative_position_index
