@@ -29,7 +29,7 @@ import user_dir
 from fairseq_ext.checkpoint import safe_load
 from fairseq_ext.convert import cli
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict
-from fairseq_ext.convert.config import ConversionError
+from fairseq_ext.convert.validate import ConversionError
 from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_map
 from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES
 from fairseq_ext.data.wordpiece import bert_dictionary, fairseq_order, read_vocab, token_map, write_dictionary

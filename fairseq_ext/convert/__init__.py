@@ -11,7 +11,7 @@ its key map.
 
 * :mod:`.read`: a local Hugging Face folder or a fairseq checkpoint, through
   :func:`fairseq_ext.checkpoint.safe_load` (nothing downloaded, no code run from a file);
-* :mod:`.config`: the refusal, by field, of configs the converted model would not compute;
+* :mod:`.validate`: the refusal, by field, of configs the converted model would not compute;
 * :mod:`.embeddings`: the one rule for token-embedding rows (the dictionary decides);
 * :mod:`.write`: the output, ``OUT/model.pt`` (a fairseq checkpoint), ``OUT/args.txt``,
   ``OUT/dict*.txt``;

@@ -24,7 +24,7 @@ from fairseq.data import Dictionary
 
 from ..bart_ls.attention import ENCODER_ATTENTIONS, check_encoder_options
 from ..bart_ls.pooling import PooledAttention
-from . import config as hf
+from . import validate
 from .embeddings import embedding_rows, identity_map
 from .read import fairseq_model_config, read_fairseq_checkpoint
 from .write import Converted, write_converted
@@ -60,18 +60,18 @@ def extend_bart_state_dict(state, *, padding_idx, dict_size, max_source_position
                            pooling_stride=12, pooling_padding=9, seed=0):
     """A BART model state dict -> a BART-LS one (a new dict; the input is not modified)."""
     if not 0 <= pooling_layers <= encoder_layers:
-        raise hf.ConversionError(
+        raise validate.ConversionError(
             f"--pooling-layers {pooling_layers} must be between 0 and the BART encoder's {encoder_layers} layers"
         )
     if num_sentinels < 0:
-        raise hf.ConversionError(f"--num-sentinels must be >= 0, got {num_sentinels}")
+        raise validate.ConversionError(f"--num-sentinels must be >= 0, got {num_sentinels}")
     out = dict(state)
     generator = torch.Generator().manual_seed(seed)
     for key in POSITION_KEYS:
         out[key] = tile_positions(state[key], padding_idx, max_source_positions)
     rows = state["encoder.embed_tokens.weight"].size(0)
     if rows not in (dict_size, dict_size + 1):  # + 1: the <mask> row of a BART pre-training checkpoint
-        raise hf.ConversionError(
+        raise validate.ConversionError(
             f"the BART embeddings have {rows} rows but the dictionary has {dict_size} symbols; "
             "give the dictionary the BART checkpoint was trained with"
         )
@@ -98,14 +98,14 @@ def convert_checkpoint(bart_path, dict_path, out_dir, arch, num_sentinels, seed=
     options = {**LONG_OPTIONS, **long_options}
     state = read_fairseq_checkpoint(bart_path)
     bart = fairseq_model_config(state, bart_path)
-    layers, dim, heads = (hf.value(bart, name) for name in ("encoder_layers", "encoder_embed_dim",
-                                                             "encoder_attention_heads"))
+    layers, dim, heads = (validate.value(bart, name)
+                          for name in ("encoder_layers", "encoder_embed_dim", "encoder_attention_heads"))
     try:
         check_encoder_options(options["encoder_attention"], options["block_size"], options["global_tokens"],
                               options["pooling_layers"], layers, options["pooling_kernel"],
                               options["pooling_stride"], options["pooling_padding"])
     except ValueError as err:
-        raise hf.ConversionError(str(err)) from err
+        raise validate.ConversionError(str(err)) from err
     dictionary = Dictionary.load(str(dict_path))
     model = extend_bart_state_dict(
         state["model"], padding_idx=dictionary.pad(), dict_size=len(dictionary), num_sentinels=num_sentinels,

@@ -10,7 +10,7 @@ import logging
 import sys
 
 from ..checkpoint import CheckpointError
-from .config import ConversionError
+from .validate import ConversionError
 
 #: family -> what it converts (the order of ``--help``)
 FAMILIES = {

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import torch
 
-from .config import ConversionError
+from .validate import ConversionError
 
 logger = logging.getLogger(__name__)
 

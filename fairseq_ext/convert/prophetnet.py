@@ -13,7 +13,7 @@ to fairseq indices; position rows move from HF's padding offset to fairseq's (HF
 the config's ``pad_token_id``); the stream embeddings are rolled by one row (HF feeds stream k
 the row ``k - 1`` mod n, here stream k gets row k); attention, feed-forward and LayerNorm
 weights are renamed only. The activation is read from the config
-(:data:`fairseq_ext.convert.config.HF_ACTIVATIONS`; another one is refused by name).
+(:data:`fairseq_ext.convert.validate.HF_ACTIVATIONS`; another one is refused by name).
 """
 
 import logging
@@ -21,7 +21,7 @@ import logging
 import torch
 
 from ..data.wordpiece import bert_dictionary, fairseq_order, read_vocab
-from . import config as hf
+from . import validate
 from .embeddings import embedding_rows
 from .read import find_file, read_hf_dir
 from .write import Converted, write_converted
@@ -54,24 +54,24 @@ def hf_padding_idx(config):
     """The row of HF's position tables before position 1 (``pad_token_id``; HF's default 0)."""
     pad = config.get("pad_token_id", 0)
     if not isinstance(pad, int) or pad < 0:
-        hf.refuse(config, "pad_token_id", pad, "HF ProphetNet numbers positions from it, it must be an id >= 0")
+        validate.refuse(config, "pad_token_id", pad, "HF ProphetNet numbers positions from it, it must be an id >= 0")
     return pad
 
 
 def model_args(config):
     """Command-line sizes of ``prophetnet_summ`` equal to an HF ProphetNet config."""
-    config = hf.config_dict(config)
-    hf.require_model_type(config, ("prophetnet",), default="prophetnet")
-    hidden = hf.value(config, "hidden_size")
+    config = validate.config_dict(config)
+    validate.require_model_type(config, ("prophetnet",), default="prophetnet")
+    hidden = validate.value(config, "hidden_size")
     # HF position rows pad_token_id + 1 .. max_position_embeddings - 1 are positions 1, 2, ...
-    positions = hf.value(config, "max_position_embeddings") - hf_padding_idx(config)
+    positions = validate.value(config, "max_position_embeddings") - hf_padding_idx(config)
     if positions < 3:
-        hf.refuse(config, "max_position_embeddings", config["max_position_embeddings"],
-                  f"it leaves no position after pad_token_id={config.get('pad_token_id', 0)}")
-    sizes = {ours: hf.value(config, theirs) for ours, theirs in SIZES.items()}
+        validate.refuse(config, "max_position_embeddings", config["max_position_embeddings"],
+                        f"it leaves no position after pad_token_id={config.get('pad_token_id', 0)}")
+    sizes = {ours: validate.value(config, theirs) for ours, theirs in SIZES.items()}
     return {
         "encoder_embed_dim": hidden, "decoder_embed_dim": hidden, **sizes,
-        "activation_fn": hf.fairseq_activation(config, "activation_function", default="gelu"),
+        "activation_fn": validate.fairseq_activation(config, "activation_function", default="gelu"),
         "dropout": config.get("dropout", 0.1), "attention_dropout": config.get("attention_dropout", 0.1),
         "activation_dropout": config.get("activation_dropout", 0.1),
         # the decoder's predicting streams use one position more
@@ -86,7 +86,7 @@ def _embeddings(state):
     encoder = state.get("prophetnet.encoder.word_embeddings.weight", shared)
     decoder = state.get("prophetnet.decoder.word_embeddings.weight", shared)
     if encoder is None or decoder is None:
-        raise hf.ConversionError("no word embeddings in the HF state dict (prophetnet.word_embeddings.weight)")
+        raise validate.ConversionError("no word embeddings in the HF state dict (prophetnet.word_embeddings.weight)")
     return encoder, decoder, state.get("lm_head.weight", decoder)
 
 
@@ -109,12 +109,13 @@ def _positions(hf_rows, num_rows, padding_idx, hf_padding_idx):
 def convert_state_dict(state, config, tokens, padding_idx):
     """HF state dict -> state dict of ``ProphetNetSummModel`` (same sizes); the embedding
     rows follow :func:`fairseq_ext.data.wordpiece.bert_dictionary` of ``tokens``."""
-    config = hf.config_dict(config)
+    config = validate.config_dict(config)
     args = model_args(config)
     hf_pad = hf_padding_idx(config)
     rows = _embeddings(state)[0].size(0)
     if len(tokens) > rows:
-        hf.refuse(config, "vocab_size", rows, f"the vocabulary has {len(tokens)} tokens, more than the embedding rows")
+        validate.refuse(config, "vocab_size", rows,
+                        f"the vocabulary has {len(tokens)} tokens, more than the embedding rows")
     order = fairseq_order(tokens)
     encoder_words, decoder_words, output = (
         embedding_rows(table, order, name=f"{name} rows")[0]
@@ -158,7 +159,7 @@ def convert_dir(hf_dir, vocab=None):
     dictionary = bert_dictionary(tokens)
     pad = config.get("pad_token_id", 0)
     if pad != tokens.index("[PAD]"):
-        hf.refuse(config, "pad_token_id", pad, f"[PAD] is id {tokens.index('[PAD]')} in the vocabulary")
+        validate.refuse(config, "pad_token_id", pad, f"[PAD] is id {tokens.index('[PAD]')} in the vocabulary")
     start = config.get("decoder_start_token_id")
     if start is not None and start != tokens.index("[SEP]"):
         logger.warning(f"decoder_start_token_id={start} is not [SEP] ({tokens.index('[SEP]')}); "

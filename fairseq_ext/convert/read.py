@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..checkpoint import CorruptCheckpointError, safe_load
-from .config import Config, ConversionError
+from .validate import Config, ConversionError
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from fairseq.data import Dictionary
 from ..data.wordpiece import BERT_NAMES, read_vocab, token_map
 from ..s2s_ft.model import MASK_SYMBOLS
 from ..s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
-from . import config as hf
+from . import validate
 from .embeddings import embedding_rows
 from .read import find_file, read_hf_dir
 from .write import Converted, write_converted
@@ -82,19 +82,19 @@ IGNORED = ("pooler.", "embeddings.position_ids", "embeddings.token_type_ids", "c
 
 def hf_config_to_ours(hf_config, vocab_size: int, padding_idx: int, type_vocab_size: int = 2):
     """A HF ``config.json`` (bert/roberta) -> :class:`S2SFTTransformerConfig` sizes."""
-    config = hf.config_dict(hf_config)
-    hf.require_model_type(config, MODEL_TYPES)
-    hf.require(config, IMPLEMENTED, "s2s-ft converts BERT/RoBERTa encoders with exact GELU, absolute positions, "
-               "no causal mask or cross-attention and a tied output layer")
+    config = validate.config_dict(hf_config)
+    validate.require_model_type(config, MODEL_TYPES)
+    validate.require(config, IMPLEMENTED, "s2s-ft converts BERT/RoBERTa encoders with exact GELU, absolute "
+                     "positions, no causal mask or cross-attention and a tied output layer")
     offset = position_offset(config)
     return S2SFTTransformerConfig(
         vocab_size=vocab_size,
         padding_idx=padding_idx,
-        embed_dim=hf.value(config, "hidden_size"),
-        layers=hf.value(config, "num_hidden_layers"),
-        attention_heads=hf.value(config, "num_attention_heads"),
-        ffn_embed_dim=hf.value(config, "intermediate_size"),
-        max_positions=hf.value(config, "max_position_embeddings") - offset,
+        embed_dim=validate.value(config, "hidden_size"),
+        layers=validate.value(config, "num_hidden_layers"),
+        attention_heads=validate.value(config, "num_attention_heads"),
+        ffn_embed_dim=validate.value(config, "intermediate_size"),
+        max_positions=validate.value(config, "max_position_embeddings") - offset,
         type_vocab_size=max(type_vocab_size, config.get("type_vocab_size", 1)),
         dropout=config.get("hidden_dropout_prob", 0.1),
         attention_dropout=config.get("attention_probs_dropout_prob", 0.1),
@@ -139,7 +139,7 @@ def convert_hf_state_dict(
     words = state.get("embeddings.word_embeddings.weight")
     for name in DECODER_WEIGHTS:
         if name in state and words is not None and not torch.equal(state[name], words):
-            raise hf.ConversionError(f"{name} differs from the word embeddings: s2s-ft ties its output layer to "
+            raise validate.ConversionError(f"{name} differs from the word embeddings: s2s-ft ties its output layer to "
                                      "them, an untied checkpoint does not convert")
     offset = position_offset(hf_config)
     out = {}
@@ -174,13 +174,13 @@ def convert_hf_state_dict(
         elif not name.startswith(IGNORED):
             unused.append(name)
     if unused:
-        raise hf.ConversionError(f"unexpected weights in the checkpoint: {unused[:8]}")
+        raise validate.ConversionError(f"unexpected weights in the checkpoint: {unused[:8]}")
     out["lm_head.weight"] = out["embeddings.word.weight"]  # tied
     for name, value in out.items():
         if name not in init_state:
-            raise hf.ConversionError(f"converted weight {name} has no place in the model")
+            raise validate.ConversionError(f"converted weight {name} has no place in the model")
         if value.shape != init_state[name].shape:
-            raise hf.ConversionError(f"{name}: checkpoint shape {tuple(value.shape)} != model "
+            raise validate.ConversionError(f"{name}: checkpoint shape {tuple(value.shape)} != model "
                                      f"{tuple(init_state[name].shape)}")
     left = sorted(set(init_state) - set(out))
     return {**init_state, **out}, left
@@ -208,17 +208,17 @@ def load_pretrained(body, directory, symbols: List[str], checkpoint=None) -> Lis
     expected = hf_config_to_ours(config, body.cfg.vocab_size, body.cfg.padding_idx, body.cfg.type_vocab_size)
     for field in ("embed_dim", "layers", "attention_heads", "ffn_embed_dim"):
         if getattr(expected, field) != getattr(body.cfg, field):
-            raise hf.ConversionError(
+            raise validate.ConversionError(
                 f"{directory} has {field}={getattr(expected, field)} but the model has "
                 f"{getattr(body.cfg, field)}: pick the matching --arch"
             )
     if expected.layer_norm_eps != body.cfg.layer_norm_eps:
-        raise hf.ConversionError(
+        raise validate.ConversionError(
             f"{directory} has layer_norm_eps={expected.layer_norm_eps} but the model was built with "
             f"{body.cfg.layer_norm_eps}: pass --layer-norm-eps {expected.layer_norm_eps}"
         )
     if body.cfg.max_positions > expected.max_positions:
-        raise hf.ConversionError(f"{directory} has {expected.max_positions} positions, the model wants "
+        raise validate.ConversionError(f"{directory} has {expected.max_positions} positions, the model wants "
                                  f"{body.cfg.max_positions}")
     ids = hf_token_map(symbols, hf_vocab(directory), config["model_type"])
     unknown = int((ids < 0).sum())

@@ -28,7 +28,7 @@ from fairseq.data import Dictionary
 
 from ..transformer_sm.embedding import init_source_embeddings
 from ..transformer_sm.layout import DELIMITER
-from . import config as hf
+from . import validate
 from .embeddings import embedding_rows
 from .read import read_hf_dir
 from .write import Converted, write_converted
@@ -44,22 +44,23 @@ BLOCK_NORMS = {"ln_1": "self_attn_layer_norm", "ln_2": "final_layer_norm"}
 
 def model_args_from_hf(config):
     """``TransformerSMConfig`` fields (a dict) matching a Hugging Face GPT/GPT-2 config."""
-    config = hf.config_dict(config)
-    kind = hf.require_model_type(config, MODEL_TYPES)
+    config = validate.config_dict(config)
+    kind = validate.require_model_type(config, MODEL_TYPES)
     if kind == "gpt2":
-        activation = hf.fairseq_activation(config, "activation_function", default="gelu_new")
-        hf.require(config, {"scale_attn_weights": (True, True), "scale_attn_by_inverse_layer_idx": (False, False)},
-                   "GPT-2 variants with non-standard attention scaling do not convert")
+        activation = validate.fairseq_activation(config, "activation_function", default="gelu_new")
+        validate.require(config, {"scale_attn_weights": (True, True),
+                                  "scale_attn_by_inverse_layer_idx": (False, False)},
+                         "GPT-2 variants with non-standard attention scaling do not convert")
     else:  # GPT-1's own table: its "gelu" is the tanh approximation
-        activation = hf.fairseq_activation(config, "afn", hf.OPENAI_GPT_ACTIVATIONS, default="gelu")
-    hf.require_layer_norm_eps(config, "layer_norm_epsilon", default=hf.FAIRSEQ_LAYER_NORM_EPS)
-    embed_dim = hf.value(config, "n_embd")
+        activation = validate.fairseq_activation(config, "afn", validate.OPENAI_GPT_ACTIVATIONS, default="gelu")
+    validate.require_layer_norm_eps(config, "layer_norm_epsilon", default=validate.FAIRSEQ_LAYER_NORM_EPS)
+    embed_dim = validate.value(config, "n_embd")
     return {
         "embed_dim": embed_dim,
         "ffn_embed_dim": config.get("n_inner") or 4 * embed_dim,
-        "layers": hf.value(config, "n_layer"),
-        "attention_heads": hf.value(config, "n_head"),
-        "max_positions": hf.value(config, "n_positions"),
+        "layers": validate.value(config, "n_layer"),
+        "attention_heads": validate.value(config, "n_head"),
+        "max_positions": validate.value(config, "n_positions"),
         "normalize_before": kind == "gpt2",
         "activation_fn": activation,
         "dropout": config.get("resid_pdrop", 0.1),
@@ -87,7 +88,7 @@ def convert_state_dict(config, hf_state, dictionary, source_embeddings=True, sou
     """The ``transformer_sm`` state dict for Hugging Face GPT/GPT-2 weights ``hf_state``.
 
     ``dictionary`` is the one the task uses (with ``<delim>``)."""
-    config = hf.config_dict(config)
+    config = validate.config_dict(config)
     args = model_args_from_hf(config)
     state = _strip(hf_state)
     generator = torch.Generator().manual_seed(seed)
@@ -151,7 +152,7 @@ def add_args(parser):
 def convert(args):
     checkpoint = read_hf_dir(args.hf_dir)
     model_args = model_args_from_hf(checkpoint.config)
-    vocab_size = hf.value(checkpoint.config, "vocab_size")
+    vocab_size = validate.value(checkpoint.config, "vocab_size")
     base = Dictionary.load(args.dict) if args.dict else hf_vocabulary_dictionary(vocab_size)
     state = convert_state_dict(
         checkpoint.config, checkpoint.state, task_dictionary(base),

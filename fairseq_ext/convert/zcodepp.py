@@ -8,7 +8,7 @@ released DeBERTa-v3 checkpoints use converts: relative attention with ``p2c|c2p`
 ``share_att_key``, a LayerNormed relative table (``norm_rel_ebd`` ``layer_norm``), log buckets
 (``position_buckets`` > 0; 256 in v3), any ``max_relative_positions`` (-1 = the config's
 ``max_position_embeddings``, 512 in v3), any ``layer_norm_eps`` (1e-7 in v3) and the
-activations of :data:`fairseq_ext.convert.config.HF_ACTIVATIONS`. Anything else (absolute
+activations of :data:`fairseq_ext.convert.validate.HF_ACTIVATIONS`. Anything else (absolute
 positions, token types, an embedding projection, the conv layer, c2p or p2c alone, no
 buckets, ...) raises an error naming the config field.
 
@@ -22,7 +22,7 @@ import logging
 
 import torch
 
-from . import config as hf
+from . import validate
 from .read import read_hf_dir
 from .write import Converted, write_converted
 
@@ -60,49 +60,51 @@ ONLY_V3 = "; the Z-Code++ encoder implements DeBERTa-v3's attention only"
 def encoder_options(config):
     """The ``zcodepp`` model options (a dict of config fields) whose encoder computes what the
     DeBERTa-v2/v3 ``config`` (a dict or ``DebertaV2Config``) computes; an unsupported field
-    raises ``ValueError`` naming it."""
-    config = hf.config_dict(config)
-    hf.require_model_type(config, ("deberta-v2",), default="deberta-v2")
-    hf.require(config, {"relative_attention": (True, False), "share_att_key": (True, False),
-                        "position_biased_input": (False, True)},
-               "relative attention sharing the content projections, no absolute positions" + ONLY_V3)
-    if hf.split_names(config.get("pos_att_type")) != POS_ATT_TYPES:
-        hf.refuse(config, "pos_att_type", config.get("pos_att_type"), "both c2p and p2c are required" + ONLY_V3)
-    if "layer_norm" not in hf.split_names(config.get("norm_rel_ebd", "none")):
-        hf.refuse(config, "norm_rel_ebd", config.get("norm_rel_ebd"), "the relative table must be LayerNormed")
+    raises :class:`~fairseq_ext.convert.validate.ConversionError` naming it."""
+    config = validate.config_dict(config)
+    validate.require_model_type(config, ("deberta-v2",), default="deberta-v2")
+    validate.require(config, {"relative_attention": (True, False), "share_att_key": (True, False),
+                              "position_biased_input": (False, True)},
+                     "relative attention sharing the content projections, no absolute positions" + ONLY_V3)
+    if validate.split_names(config.get("pos_att_type")) != POS_ATT_TYPES:
+        validate.refuse(config, "pos_att_type", config.get("pos_att_type"),
+                        "both c2p and p2c are required" + ONLY_V3)
+    if "layer_norm" not in validate.split_names(config.get("norm_rel_ebd", "none")):
+        validate.refuse(config, "norm_rel_ebd", config.get("norm_rel_ebd"),
+                        "the relative table must be LayerNormed")
     buckets = config.get("position_buckets", -1)
     if buckets is None or buckets <= 0:
-        hf.refuse(config, "position_buckets", buckets, "log-bucketed relative positions (> 0) are required")
+        validate.refuse(config, "position_buckets", buckets, "log-bucketed relative positions (> 0) are required")
     if (config.get("type_vocab_size") or 0) > 0:
-        hf.refuse(config, "type_vocab_size", config["type_vocab_size"], "no token-type embeddings")
-    hidden = hf.value(config, "hidden_size")
+        validate.refuse(config, "type_vocab_size", config["type_vocab_size"], "no token-type embeddings")
+    hidden = validate.value(config, "hidden_size")
     if config.get("embedding_size", hidden) not in (None, hidden):
-        hf.refuse(config, "embedding_size", config["embedding_size"], f"must equal hidden_size ({hidden})")
+        validate.refuse(config, "embedding_size", config["embedding_size"], f"must equal hidden_size ({hidden})")
     if (config.get("conv_kernel_size") or 0) > 0:
-        hf.refuse(config, "conv_kernel_size", config["conv_kernel_size"], "no convolution layer")
-    heads = hf.value(config, "num_attention_heads")
+        validate.refuse(config, "conv_kernel_size", config["conv_kernel_size"], "no convolution layer")
+    heads = validate.value(config, "num_attention_heads")
     if config.get("attention_head_size", hidden // heads) not in (None, hidden // heads):
-        hf.refuse(config, "attention_head_size", config["attention_head_size"],
-                  f"must be hidden_size / heads ({hidden // heads})")
+        validate.refuse(config, "attention_head_size", config["attention_head_size"],
+                        f"must be hidden_size / heads ({hidden // heads})")
     max_relative = config.get("max_relative_positions", -1)
     if max_relative is None or max_relative < 1:
-        max_relative = hf.value(config, "max_position_embeddings")  # DeBERTa's meaning of -1
+        max_relative = validate.value(config, "max_position_embeddings")  # DeBERTa's meaning of -1
     return {
         "encoder_embed_dim": hidden,
-        "encoder_ffn_embed_dim": hf.value(config, "intermediate_size"),
-        "encoder_layers": hf.value(config, "num_hidden_layers"),
+        "encoder_ffn_embed_dim": validate.value(config, "intermediate_size"),
+        "encoder_layers": validate.value(config, "num_hidden_layers"),
         "encoder_attention_heads": heads,
         "rel_pos_buckets": buckets,
         "max_relative_positions": max_relative,
         "encoder_layer_norm_eps": config.get("layer_norm_eps", 1e-7),
-        "activation_fn": hf.fairseq_activation(config, "hidden_act", default="gelu"),
+        "activation_fn": validate.fairseq_activation(config, "hidden_act", default="gelu"),
     }
 
 
 def deberta_v2_to_encoder_state(hf_state, config, prefix=""):
     """Rename ``hf_state`` (a ``DebertaV2Model`` state dict, optionally under ``deberta.``) to
-    :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder` keys, each under ``prefix``, after checking ``config``
-    (:func:`encoder_options`). Load the result with :func:`load_deberta_v2`, which also checks
+    :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder` keys, each under ``prefix``, after
+    checking ``config`` (:func:`encoder_options`). Load the result with :func:`load_deberta_v2`, which also checks
     that the encoder was built with the options the config needs."""
     encoder_options(config)
     out = {prefix + "version": torch.tensor([ENCODER_VERSION])}
@@ -113,12 +115,12 @@ def deberta_v2_to_encoder_state(hf_state, config, prefix=""):
             continue
         if not name.startswith("encoder.layer."):
             if name.startswith(("embeddings.", "encoder.")) and not name.endswith("position_ids"):
-                raise hf.ConversionError(f"unexpected DeBERTa parameter {name}")
+                raise validate.ConversionError(f"unexpected DeBERTa parameter {name}")
             continue  # position_ids buffers, heads of task models
         layer, rest = name[len("encoder.layer."):].split(".", 1)
         module, param = rest.rsplit(".", 1)
         if module not in HF_LAYER_MAP:
-            raise hf.ConversionError(f"unexpected DeBERTa parameter {name}")
+            raise validate.ConversionError(f"unexpected DeBERTa parameter {name}")
         out[f"{prefix}layers.{layer}.{HF_LAYER_MAP[module]}.{param}"] = tensor
     return out
 
@@ -135,15 +137,16 @@ ENCODER_CHECKS = {
 
 
 def load_deberta_v2(encoder, hf_state, config):
-    """Load a DeBERTa-v2/v3 checkpoint into ``encoder`` (a :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder`),
-    strictly, after checking that the encoder was built with the options the config needs
-    (an option it differs in raises, naming the fairseq flag)."""
+    """Load a DeBERTa-v2/v3 checkpoint into ``encoder`` (a
+    :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder`), strictly, after checking that the
+    encoder was built with the options the config needs (an option it differs in raises,
+    naming the fairseq flag)."""
     options = encoder_options(config)
     for field, (attribute, flag) in ENCODER_CHECKS.items():
         ours = getattr(encoder, attribute)
         if ours != options[field]:
-            raise hf.ConversionError(f"the DeBERTa config needs {flag} {options[field]} (from its {field}), "
-                                     f"the encoder was built with {ours}")
+            raise validate.ConversionError(f"the DeBERTa config needs {flag} {options[field]} (from its "
+                                           f"{field}), the encoder was built with {ours}")
     encoder.load_state_dict(deberta_v2_to_encoder_state(hf_state, config), strict=True)
     return encoder
 
