@@ -21,8 +21,6 @@ from transformers import (
     DebertaV2Model,
     GPT2Config,
     GPT2LMHeadModel,
-    ProphetNetConfig,
-    ProphetNetForConditionalGeneration,
 )
 
 import user_dir
@@ -34,9 +32,9 @@ from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_m
 from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES
 from fairseq_ext.data.wordpiece import bert_dictionary, fairseq_order, read_vocab, token_map, write_dictionary
 from parity import perturb_parameters
+from test_prophetnet_parity import VOCAB
+from test_prophetnet_parity import _hf_model as prophetnet_hf_model
 
-#: a BERT-like vocabulary whose specials are not where fairseq puts them
-VOCAB = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(34)]
 NUM_SENTINELS = 3
 LIMITS = ["--max-source-positions", "32", "--max-target-positions", "16"]  # what the 64 positions of GPT-2 hold
 
@@ -47,16 +45,8 @@ def _write_vocab(path, tokens):
 
 
 def _prophetnet(root):
-    config = ProphetNetConfig(
-        vocab_size=len(VOCAB), hidden_size=32, encoder_ffn_dim=48, decoder_ffn_dim=40, num_encoder_layers=1,
-        num_decoder_layers=1, num_encoder_attention_heads=2, num_decoder_attention_heads=2, ngram=2,
-        num_buckets=16, relative_max_distance=20, max_position_embeddings=64, pad_token_id=VOCAB.index("[PAD]"),
-        bos_token_id=VOCAB.index("[CLS]"), eos_token_id=VOCAB.index("[SEP]"),
-        decoder_start_token_id=VOCAB.index("[SEP]"),
-    )  # fmt: skip
-    perturb_parameters(ProphetNetForConditionalGeneration(config), seed=1).save_pretrained(root / "hf")
-    _write_vocab(root / "hf" / "prophetnet.tokenizer", VOCAB)
-    return ["prophetnet", "--hf-dir", str(root / "hf")], "abstractive_summarization", [], None
+    _, hf_dir = prophetnet_hf_model(root, ngram=2, vocab=VOCAB)  # perturbed, BERT-like vocabulary
+    return ["prophetnet", "--hf-dir", str(hf_dir)], "abstractive_summarization", [], None
 
 
 def _s2s_ft(root):
@@ -260,22 +250,15 @@ def test_prophetnet_vocabulary_shorter_than_the_rows_converts(tmp_path):
     """HF configs may round vocab_size up: the rows no token uses are left out (counted). The
     ProphetNet converter refused any difference before; the one rule takes the same view as
     the other families."""
-    config = ProphetNetConfig(
-        vocab_size=len(VOCAB) + 8, hidden_size=16, encoder_ffn_dim=32, decoder_ffn_dim=32, num_encoder_layers=1,
-        num_decoder_layers=1, num_encoder_attention_heads=2, num_decoder_attention_heads=2, ngram=2,
-        num_buckets=8, relative_max_distance=16, max_position_embeddings=32, pad_token_id=0,
-    )  # fmt: skip
-    hf = perturb_parameters(ProphetNetForConditionalGeneration(config), seed=6)
-    hf.save_pretrained(tmp_path / "hf")
-    _write_vocab(tmp_path / "hf" / "vocab.txt", VOCAB)
-    path = cli.main(["prophetnet", "--hf-dir", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])
+    hf, hf_dir = prophetnet_hf_model(tmp_path, ngram=2, vocab=VOCAB, vocab_size=len(VOCAB) + 8)
+    path = cli.main(["prophetnet", "--hf-dir", str(hf_dir), "--out", str(tmp_path / "out")])
     rows = safe_load(path)["model"]["encoder.embed_tokens.weight"]
     assert rows.shape[0] == len(VOCAB)
     order = fairseq_order(VOCAB)
     torch.testing.assert_close(rows, hf.prophetnet.word_embeddings.weight.detach()[order], rtol=0, atol=0)
-    _write_vocab(tmp_path / "hf" / "vocab.txt", VOCAB + [f"x{i}" for i in range(9)])
+    _write_vocab(hf_dir / "prophetnet.tokenizer", VOCAB + [f"x{i}" for i in range(9)])
     with pytest.raises(ConversionError, match="more than the embedding rows"):
-        cli.main(["prophetnet", "--hf-dir", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])
+        cli.main(["prophetnet", "--hf-dir", str(hf_dir), "--out", str(tmp_path / "out")])
 
 
 # ---------------------------------------------------------------- the vocabulary module

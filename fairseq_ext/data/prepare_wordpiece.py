@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .binarize import binarize
-from .prepare import PrepareConfig, clean_corpus, is_pair_corpus, write_raw
+from .prepare import PrepareConfig, clean_corpus, clear_outputs, is_pair_corpus, write_raw
 from .wordpiece import WordPieceCodec, minilm_dir, read_vocab, write_dictionary
 
 logger = logging.getLogger(__name__)
@@ -46,12 +46,7 @@ def prepare_wordpiece(corpus: str, out, vocab=None, limit=None, workers: int = 1
     if not data.get("train"):
         raise ValueError(f"{corpus}: no training data left after cleaning")
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+    clear_outputs(out, OUTPUTS)
     raw_files = write_raw(data, out / "raw", pairs=True)
     codec = WordPieceCodec(vocab)
     (out / "wordpiece").mkdir()
