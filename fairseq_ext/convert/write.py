@@ -14,7 +14,7 @@ are: ``{"args": Namespace(arch, task, criterion, model options), "model": state 
 "optimizer_history", "extra_state", "last_optimizer_state": None}``, the state dict keyed as
 the registered model names its parameters. So it loads, unchanged, everywhere fairseq reads a
 checkpoint: ``fairseq-train --finetune-from-model OUT/model.pt $(cat OUT/args.txt)`` (or
-``--restore-file`` with ``--reset-optimizer --reset-dataloader --reset-meters``),
+``--restore-file``: the file holds no optimizer state, training starts at update 0),
 ``fairseq-generate --path OUT/model.pt``, ``checkpoint_utils.load_model_ensemble_and_task``
 and the hub (``from_pretrained(OUT, "model.pt", ...)``), all read through the safe loader.
 
