@@ -31,7 +31,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
 import user_dir  # noqa: F401  (registers the plugin)
-from fairseq_ext.prophetnet import convert_hf
+from fairseq_ext.convert.cli import main as convert
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 
 SIZES = {
@@ -62,7 +62,7 @@ def hf_and_ours(size, vocab_size, ngram, workdir):
     with open(os.path.join(hf_dir, "vocab.txt"), "w") as f:
         f.write("\n".join(tokens) + "\n")
     out = os.path.join(workdir, "ours")
-    path = convert_hf.convert(hf_dir, out)
+    path = convert(["prophetnet", "--hf-dir", hf_dir, "--out", out])
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": out})
     return hf, models[0], task
 

@@ -121,9 +121,12 @@ def safe_load(path, map_location="cpu"):
         except Exception as exc:
             raise _corrupt(path, exc) from exc
     _warn_if_variable_set()
-    allow_globals()
+    # fairseq's types are allowed for this read only (unless :func:`install` allowed them for
+    # good): reading a checkpoint leaves torch's allowlist as it was
+    missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        with torch.serialization.safe_globals(missing):
+            state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
         raise _loading_error(path, exc) from exc
     check_eval_fields(state, path)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from harness import USER_DIR, generate, prepare_corpus, read_lines, train
 
-from fairseq_ext.bart_ls.convert import convert_checkpoint
+from fairseq_ext.convert.bart_ls import convert_checkpoint
 
 NUM_SENTINELS = 16
 SMALL_DATA = ["--required-batch-size-multiple", "1"]
@@ -32,10 +32,10 @@ def corpora(tmp_path_factory):
 def test_bart_to_bart_ls_pretrain_finetune_generate(corpora):
     root, summ, wiki = corpora
     bart = train(summ, root / "bart", "bart_summ_tiny", SMALL_DATA + ["--max-update", "1"])
-    converted = root / "bart_ls_init.pt"
-    convert_checkpoint(
-        bart / "checkpoint_last.pt", summ / "dict.source.txt", converted, "bart_ls_tiny", 1024, NUM_SENTINELS,
-        block_size=64, pooling_layers=1, pooling_kernel=6, pooling_stride=4, pooling_padding=3,
+    converted = convert_checkpoint(
+        bart / "checkpoint_last.pt", summ / "dict.source.txt", root / "bart_ls_init", "bart_ls_tiny", NUM_SENTINELS,
+        max_source_positions=1024, block_size=64, pooling_layers=1, pooling_kernel=6, pooling_stride=4,
+        pooling_padding=3,
     )
     pretrained = train(
         wiki, root / "pretrain", "bart_ls_tiny",

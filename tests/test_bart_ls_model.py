@@ -12,8 +12,8 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
 from parity import BEAM_REORDERS, BEAMS, SENTENCES, incremental_with_reorders, perturb_parameters
-from fairseq_ext.bart_ls.convert import extend_bart_state_dict, tile_positions
-from fairseq_ext.bart_ls.convert import main as convert_main
+from fairseq_ext.convert.bart_ls import extend_bart_state_dict, tile_positions
+from fairseq_ext.convert.cli import main as convert_main
 
 VOCAB = 40
 BART_POSITIONS = 64
@@ -163,8 +163,8 @@ def test_converter_validates_flags_before_writing(data_dir, tmp_path, flags, mes
     bart_path = tmp_path / "bart.pt"
     model_cfg = Namespace(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2)  # what fairseq saves
     torch.save({"cfg": {"model": model_cfg, "task": None}, "model": bart.state_dict()}, bart_path)
-    out = tmp_path / "bart_ls.pt"
-    argv = ["--bart", str(bart_path), "--dict", str(data_dir / "dict.source.txt"), "--out", str(out),
+    out = tmp_path / "bart_ls"
+    argv = ["bart_ls", "--bart", str(bart_path), "--dict", str(data_dir / "dict.source.txt"), "--out", str(out),
             "--arch", "bart_ls_tiny", "--max-source-positions", "128", "--num-sentinels", "0", "--block-size", "8",
             "--pooling-layers", "1", "--pooling-kernel", "4", "--pooling-stride", "3", "--pooling-padding", "2"]
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -173,7 +173,7 @@ def test_converter_validates_flags_before_writing(data_dir, tmp_path, flags, mes
     with pytest.raises(ValueError, match="--pooling-layers 3"):
         convert(bart, {"max_source_positions": 128}, pooling_layers=3)
     convert_main(argv + ["--pooling-layers", "2"])  # the whole encoder is fine
-    assert out.exists()
+    assert (out / "model.pt").exists()
 
 
 def test_model_build_validates_the_same_flags(data_dir):

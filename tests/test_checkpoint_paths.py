@@ -109,11 +109,11 @@ def _ema_seed(path, data):
 
 
 def _bart_ls_convert(path, data):
-    from fairseq_ext.bart_ls.convert import main
+    from fairseq_ext.convert.cli import main
 
-    return main(["--bart", str(path), "--dict", str(data / "dict.source.txt"), "--out", str(path.parent / "ls.pt"),
-                 "--arch", "bart_ls_tiny", "--max-source-positions", "512", "--num-sentinels", "4",
-                 "--block-size", "64", "--global-tokens", "4", "--pooling-layers", "1"])
+    return main(["bart_ls", "--bart", str(path), "--dict", str(data / "dict.source.txt"),
+                 "--out", str(path.parent / "ls"), "--arch", "bart_ls_tiny", "--max-source-positions", "512",
+                 "--num-sentinels", "4", "--block-size", "64", "--global-tokens", "4", "--pooling-layers", "1"])
 
 
 def _zcodepp_export(path, data):
@@ -132,22 +132,28 @@ def _hf_dir(path):
 
 
 def _prophetnet_convert(path, data):
-    from fairseq_ext.prophetnet.convert_hf import main
+    from fairseq_ext.convert.cli import main
 
-    return main(["--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "pn")])
+    return main(["prophetnet", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "pn")])
 
 
 def _s2s_ft_convert(path, data):
-    from fairseq_ext.s2s_ft.convert import main
+    from fairseq_ext.convert.cli import main
 
-    return main(["--hf-dir", str(_hf_dir(path)), "--dict", str(data / "dict.source.txt"),
-                 "--out", str(path.parent / "s2s.pt")])
+    return main(["s2s_ft", "--hf-dir", str(_hf_dir(path)), "--dict", str(data / "dict.source.txt"),
+                 "--out", str(path.parent / "s2s")])
 
 
 def _transformer_sm_convert(path, data):
-    from fairseq_ext.transformer_sm.convert import main
+    from fairseq_ext.convert.cli import main
 
-    return main(["--hf-model", str(_hf_dir(path)), "--out", str(path.parent / "sm")])
+    return main(["transformer_sm", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "sm")])
+
+
+def _zcodepp_convert(path, data):
+    from fairseq_ext.convert.cli import main
+
+    return main(["zcodepp", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "zc")])
 
 
 def _trains(fn):
@@ -165,7 +171,7 @@ MODEL_PATHS = [
 ]
 CONVERTER_PATHS = [
     _path(_bart_ls_convert), _path(_zcodepp_export), _path(_prophetnet_convert), _path(_s2s_ft_convert),
-    _path(_transformer_sm_convert),
+    _path(_transformer_sm_convert), _path(_zcodepp_convert),
 ]
 
 
@@ -234,7 +240,7 @@ def test_good_legacy_args_checkpoint_loads(load, legacy_good, data):
 
 def test_bart_ls_converter_still_converts_a_good_checkpoint(good, data, tmp_path):
     _bart_ls_convert(Path(shutil.copy(good, tmp_path / "bart.pt")), data)
-    converted = torch.load(tmp_path / "ls.pt", weights_only=True)
+    converted = torch.load(tmp_path / "ls" / "model.pt", weights_only=True)
     assert converted["model"]["encoder.embed_positions.weight"].size(0) > 512
 
 

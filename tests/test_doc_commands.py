@@ -57,7 +57,7 @@ BLOCK_TIMEOUT_S = 600
 SUBSTITUTIONS = [
     # (pattern, replacement, why)
     (r"--vocab-size \d+", "--vocab-size 1000", "a vocabulary a corpus of 6 documents can fill"),
-    (r"(python -m (?:preprocess\.prepare|fairseq_ext\.s2s_ft\.prepare_wordpiece))\b", rf"\1 --limit {LIMIT}",
+    (r"(python -m preprocess\.prepare(?:_wordpiece)?)\b", rf"\1 --limit {LIMIT}",
      "the first 6 documents of each split"),
     (r"\b(bart_summ|bart_ls|prophetnet_summ|zcodepp|transformer_sm)_(small|base|large|gpt2|gpt)\b", r"\1_tiny",
      "tiny architectures"),
@@ -327,8 +327,7 @@ def _build_hf_prophetnet(target):
     import torch
     from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
-    from fairseq_ext.prophetnet.dictionary import read_vocab
-    from fairseq_ext.s2s_ft.wordpiece import minilm_dir
+    from fairseq_ext.data.wordpiece import minilm_dir, read_vocab
 
     vocab = minilm_dir() / "vocab.txt"
     tokens = read_vocab(str(vocab))

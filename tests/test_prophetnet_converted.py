@@ -8,10 +8,9 @@ import pytest
 import torch
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
-from fairseq_ext.prophetnet import convert_hf
-from fairseq_ext.prophetnet.dictionary import read_vocab
-from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
-from fairseq_ext.s2s_ft.wordpiece import minilm_dir
+from fairseq_ext.convert.cli import main as convert
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.wordpiece import minilm_dir, read_vocab
 from harness import generate, read_lines, train
 
 LIMIT = 8
@@ -33,7 +32,7 @@ def converted(tmp_path_factory):
     hf_dir = tmp_path_factory.mktemp("hf")
     ProphetNetForConditionalGeneration(config).save_pretrained(hf_dir)
     out = tmp_path_factory.mktemp("converted")
-    return convert_hf.convert(str(hf_dir), str(out), vocab=str(vocab)), vocab
+    return convert(["prophetnet", "--hf-dir", str(hf_dir), "--out", str(out), "--vocab", str(vocab)]), vocab
 
 
 def test_finetune_and_generate_from_converted_checkpoint(converted, tmp_path):

@@ -1,6 +1,6 @@
 """Parity of converted HF ProphetNet weights: a randomly initialized
 ``ProphetNetForConditionalGeneration`` (the independent oracle), converted with
-``fairseq_ext.prophetnet.convert_hf`` and loaded the way fairseq-generate loads a checkpoint,
+``python -m fairseq_ext.convert prophetnet`` and loaded the way fairseq-generate loads a checkpoint,
 gives the same next-token and n-gram log-probabilities on a padded batch."""
 
 import pytest
@@ -11,8 +11,9 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.models.prophetnet.modeling_prophetnet import ProphetNetNgramSelfAttention
 
 import user_dir  # noqa: F401  (registers the model and makes checkpoints load safely)
-from fairseq_ext.prophetnet import convert_hf
-from fairseq_ext.prophetnet.dictionary import build_dictionary
+from fairseq_ext.convert import prophetnet as convert_prophetnet
+from fairseq_ext.convert.cli import main as convert
+from fairseq_ext.data.wordpiece import bert_dictionary, read_vocab
 from parity import perturb_parameters
 
 TOLERANCE = 1e-4
@@ -93,7 +94,7 @@ def _padded_batch(dictionary, to_ours, vocab=VOCAB):
 def _convert_and_load(tmp_path, ngram, tie, vocab=VOCAB, **overrides):
     hf, hf_dir = _hf_model(tmp_path, ngram, tie, vocab, **overrides)
     out = tmp_path / "fairseq"
-    path = convert_hf.convert(str(hf_dir), str(out))
+    path = convert(["prophetnet", "--hf-dir", str(hf_dir), "--out", str(out)])
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": str(out)})
     dictionary = task.target_dictionary
     assert len(dictionary) == len(vocab)
@@ -181,7 +182,7 @@ def test_hf_full_forward_pairs_bias_rows_wrongly(converted):
 
 
 def test_dictionary_roles():
-    d = build_dictionary(VOCAB)
+    d = bert_dictionary(VOCAB)
     assert (d[d.bos()], d[d.pad()], d[d.eos()], d[d.unk()]) == ("[CLS]", "[PAD]", "[SEP]", "[UNK]")
     assert len(d) == len(VOCAB)
 
@@ -190,17 +191,15 @@ def test_converter_rejects_non_bert_vocab(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("a\nb\n")
     with pytest.raises(ValueError, match="not a BERT WordPiece vocabulary"):
-        from fairseq_ext.prophetnet.dictionary import read_vocab
-
         read_vocab(str(vocab))
 
 
 def test_converter_refuses_configs_it_cannot_compute():
     config = ProphetNetConfig(vocab_size=len(VOCAB), hidden_size=32, activation_function="silu").to_dict()
     with pytest.raises(ValueError, match="activation_function='silu'"):
-        convert_hf.model_args(config)
+        convert_prophetnet.model_args(config)
     with pytest.raises(ValueError, match="pad_token_id=None"):
-        convert_hf.model_args({**config, "activation_function": "gelu", "pad_token_id": None})
-    args = convert_hf.model_args({**config, "activation_function": "gelu", "pad_token_id": 2,
+        convert_prophetnet.model_args({**config, "activation_function": "gelu", "pad_token_id": None})
+    args = convert_prophetnet.model_args({**config, "activation_function": "gelu", "pad_token_id": 2,
                                   "max_position_embeddings": 64})
     assert (args["max_source_positions"], args["max_target_positions"]) == (61, 60)  # rows 3 .. 63

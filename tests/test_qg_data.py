@@ -18,7 +18,7 @@ from fairseq_ext.data.squad import (
     squad_examples,
 )
 from fairseq_ext.data.squad_sample import DEV_ARTICLES, TEST_TITLES, TRAIN_ARTICLES, squad_json, write_sample
-from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
 from preprocess import prepare as prepare_cli
 
 PARAGRAPH = TRAIN_ARTICLES[0][1][0][0]  # the first lighthouse paragraph

@@ -7,10 +7,10 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-from fairseq_ext.s2s_ft.convert import convert_hf_state_dict, hf_config_to_ours, hf_token_map, load_pretrained
+from fairseq_ext.convert.s2s_ft import convert_hf_state_dict, hf_config_to_ours, hf_token_map, load_pretrained
+from fairseq_ext.data.wordpiece import WordPieceCodec, join_pieces, minilm_dir, read_vocab, write_dictionary
 from fairseq_ext.s2s_ft.model import source_positions
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer
-from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec, join_pieces, minilm_dir, write_fairseq_dictionary
 from parity import perturb_parameters
 
 transformers = pytest.importorskip("transformers")  # the independent oracle (pinned in requirements)
@@ -168,7 +168,7 @@ def test_loading_into_a_model_built_with_another_epsilon_is_refused(tmp_path):
 def test_minilm_parity_real_weights(tmp_path):
     """The shipped MiniLM-L6-H384 through our WordPiece dictionary == HF BertModel on its ids."""
     model_dir = minilm_dir()
-    write_fairseq_dictionary(model_dir / "vocab.txt", tmp_path / "dict.txt")
+    write_dictionary(read_vocab(model_dir / "vocab.txt"), tmp_path / "dict.txt")
     dictionary = Dictionary.load(str(tmp_path / "dict.txt"))
     assert len(dictionary) == 30522
     config = json.loads((model_dir / "config.json").read_text())

@@ -8,8 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
-from fairseq_ext.s2s_ft.wordpiece import minilm_dir
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.wordpiece import minilm_dir
 from harness import generate, prepare_corpus, read_lines, train
 from user_dir import from_pretrained
 

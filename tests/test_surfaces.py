@@ -26,7 +26,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_cli import generate as generate_cli
 from fairseq_cli import interactive as interactive_cli
 
-from fairseq_ext.s2s_ft.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
 from harness import USER_DIR, parse_generate_output, prepare_corpus, read_lines, train
 from user_dir import from_pretrained
 

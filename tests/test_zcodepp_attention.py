@@ -11,8 +11,8 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
 import user_dir  # noqa: F401  (registers zcodepp)
+from fairseq_ext.convert.zcodepp import encoder_options, load_deberta_v2
 from fairseq_ext.modules.relative_position import deberta_log_bucket, deberta_relative_index
-from fairseq_ext.zcodepp.convert import encoder_options, load_deberta_v2
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, incremental_with_reorders, perturb_parameters

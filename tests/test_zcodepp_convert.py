@@ -7,7 +7,10 @@ import pytest
 import torch
 from transformers import DebertaV2Model
 
-from fairseq_ext.zcodepp.convert import deberta_v2_to_encoder_state, encoder_options, load_deberta_v2, main
+from fairseq import checkpoint_utils
+
+from fairseq_ext.convert.cli import main
+from fairseq_ext.convert.zcodepp import deberta_v2_to_encoder_state, encoder_options, load_deberta_v2
 from parity import perturb_parameters
 from test_zcodepp_attention import PAD, PARITY_CONFIGS, build_encoder, encode, hf_config, random_tokens
 
@@ -67,14 +70,15 @@ def test_loading_into_an_encoder_built_otherwise_is_refused(option, value, flag)
 def test_cli_reads_config_json_and_writes_flags(tmp_path):
     hf = perturb_parameters(DebertaV2Model(hf_config(**PARITY_CONFIGS["unusual"])).eval(), seed=2)
     hf.save_pretrained(tmp_path / "hf")
-    main(["--hf-model", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])
+    path = main(["zcodepp", "--hf-dir", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])
     flags = (tmp_path / "out" / "args.txt").read_text().split()
     options = dict(zip(flags[::2], flags[1::2]))
+    assert options["--arch"] == "zcodepp_base"
     assert options["--rel-pos-buckets"] == "8" and options["--max-relative-positions"] == "40"
     assert options["--encoder-layer-norm-eps"] == "0.001" and options["--activation-fn"] == "gelu_accurate"
     encoder = build_encoder(rel_pos_buckets=8, max_relative_positions=40, encoder_layer_norm_eps=1e-3,
                             activation_fn="gelu_accurate")
-    encoder.load_state_dict(torch.load(tmp_path / "out" / "encoder.pt", weights_only=True), strict=True)
+    checkpoint_utils.load_pretrained_component_from_model(encoder, str(path))  # fairseq's own partial load
     tokens = random_tokens([50, 3], generator=torch.Generator().manual_seed(2))
     real = tokens.ne(PAD)
     with torch.no_grad():
@@ -86,4 +90,4 @@ def test_cli_refuses_a_folder_without_config(tmp_path):
     DebertaV2Model(hf_config()).save_pretrained(tmp_path / "hf")
     (tmp_path / "hf" / "config.json").unlink()
     with pytest.raises(FileNotFoundError, match="config.json"):
-        main(["--hf-model", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])
+        main(["zcodepp", "--hf-dir", str(tmp_path / "hf"), "--out", str(tmp_path / "out")])

@@ -190,8 +190,9 @@ def write_raw(data: dict, raw_dir: Path, pairs: bool) -> dict[str, list[Path]]:
     return files
 
 
-def _clear(out: Path) -> None:
-    for name in OUTPUTS:
+def clear_outputs(out: Path, names=OUTPUTS) -> None:
+    """Remove the previous run's ``names`` (files or directories) from ``out``."""
+    for name in names:
         path = out / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -343,7 +344,7 @@ def prepare(cfg: PrepareConfig) -> dict:
     try:
         built = _build(cfg, data, stage, lap)
         out.mkdir(exist_ok=True)
-        _clear(out)
+        clear_outputs(out)
         for name in OUTPUTS:
             if (stage / name).exists():
                 (stage / name).rename(out / name)

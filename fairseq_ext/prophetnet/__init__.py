@@ -9,9 +9,10 @@ Library half of the family, importable without registering anything in fairseq:
   inference: main + the next-token stream only);
 * :mod:`.loss` -- future n-gram targets and the power-attenuated stream weights (eq. 4);
 * :mod:`.noising` and :mod:`.span_data` -- MASS-style span masking for pre-training
-  (section 3.1) and its fairseq dataset;
-* :mod:`.dictionary` and :mod:`.convert_hf` -- the BERT WordPiece dictionary and the
-  converter from HuggingFace ``ProphetNetForConditionalGeneration`` weights.
+  (section 3.1) and its fairseq dataset.
+
+The converter from HuggingFace ``ProphetNetForConditionalGeneration`` weights is
+:mod:`fairseq_ext.convert.prophetnet`, the BERT WordPiece dictionary :mod:`fairseq_ext.data.wordpiece`.
 
 The T5-style unidirectional relative position buckets (section 2.3) and head split/merge are
 shared pieces of :mod:`fairseq_ext.modules`.

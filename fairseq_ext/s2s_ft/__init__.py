@@ -5,7 +5,7 @@ Learning". The source and the target are read by the same BERT/RoBERTa-shaped Tr
 under seq2seq self-attention masks (:mod:`.masks`); the three fine-tuning methods (causal,
 masked, pseudo-masked) differ only in how target rows are laid out and noised
 (:mod:`.noising`); decoding caches every layer's keys and values (:mod:`.model`);
-:mod:`.convert` maps HF BERT/RoBERTa weights onto :mod:`.transformer`.
+:mod:`fairseq_ext.convert.s2s_ft` maps HF BERT/RoBERTa weights onto :mod:`.transformer`.
 """
 
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask  # noqa: F401

@@ -2,8 +2,8 @@
 
 Post-LayerNorm layers (self-attention, then a GELU feed-forward), learned absolute position
 and token-type embeddings, and a masked-LM head tied to the word embeddings: the layout of
-HF ``BertModel`` + ``BertOnlyMLMHead`` so that :mod:`.convert` can load pretrained weights
-one-to-one. Every layer exposes its key/value projection separately from the attention, so
+HF ``BertModel`` + ``BertOnlyMLMHead`` so that :mod:`fairseq_ext.convert.s2s_ft` can load
+pretrained weights one-to-one. Every layer exposes its key/value projection separately from the attention, so
 one sequence can be computed in pieces that share keys and values: the source once (the
 "encoder" pass), then target rows against the cached source and earlier targets (training
 and cached decoding), with results identical to one pass over the packed sequence

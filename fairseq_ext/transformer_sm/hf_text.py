@@ -1,5 +1,6 @@
 """Text <-> token-id lines with a local Hugging Face tokenizer, for data that converted GPT /
-GPT-2 weights can read (their dictionary symbols are the tokenizer's ids, see ``convert.py``).
+GPT-2 weights can read (their dictionary symbols are the tokenizer's ids, see
+:mod:`fairseq_ext.convert.transformer_sm`).
 
     # raw text (one document per line) -> lines of ids, then fairseq-preprocess --srcdict conv/dict.txt
     python -m fairseq_ext.transformer_sm.hf_text encode --tokenizer DIR \

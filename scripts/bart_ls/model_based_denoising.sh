@@ -3,11 +3,11 @@
 # scores many masked candidate spans; the hardest HARD_FRACTION of them become the targets.
 # Set FREEZE_SCORER=1 (with SCORER_PATH) to keep the scorer fixed instead of training it jointly.
 #
-#   INIT=checkpoints/bart_ls_long_denoising/bart_ls_init.pt DATA=data/wiki/bin bash scripts/bart_ls/model_based_denoising.sh
+#   INIT=checkpoints/bart_ls_long_denoising/bart_ls_init/model.pt DATA=data/wiki/bin bash scripts/bart_ls/model_based_denoising.sh
 set -euo pipefail
 
 DATA="${DATA:-data/wiki/bin}"
-INIT="${INIT:?set INIT to a BART-LS checkpoint (fairseq_ext.bart_ls.convert output)}"
+INIT="${INIT:?set INIT to a BART-LS checkpoint (python -m fairseq_ext.convert bart_ls writes OUT/model.pt)}"
 SAVE="${SAVE:-checkpoints/bart_ls_model_based}"
 ARCH="${ARCH:-bart_ls_large}"
 SOURCE_POSITIONS="${SOURCE_POSITIONS:-16384}"

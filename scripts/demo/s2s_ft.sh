@@ -14,10 +14,10 @@ CORPUS="${CORPUS:-aclsum_wp}"
 VOCAB_SIZE="${VOCAB_SIZE:-30522}"
 MAX_EPOCH="${MAX_EPOCH:-10}"
 if [[ "${CORPUS}" == "aclsum_wp" && ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
-    python -m fairseq_ext.s2s_ft.prepare_wordpiece --corpus aclsum --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
+    python -m preprocess.prepare_wordpiece --corpus aclsum --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
 fi
 case "${S2S_INIT}" in
-    minilm) S2S_INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.s2s_ft.wordpiece import minilm_dir; print(minilm_dir())')") ;;
+    minilm) S2S_INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')") ;;
     none) S2S_INIT_ARGS=() ;;
     *) S2S_INIT_ARGS=(--init-from-hf "${S2S_INIT}") ;;
 esac

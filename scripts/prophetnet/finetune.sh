@@ -8,7 +8,7 @@
 # (its <mask> row and extra position rows are dropped on load); leave it empty to train from
 # scratch. Sources default to 511 tokens: the released checkpoints have 512 position rows,
 # one of them for padding. A converted checkpoint needs data tokenized with its WordPiece
-# vocabulary (python -m fairseq_ext.s2s_ft.prepare_wordpiece --vocab HF_DIR/prophetnet.tokenizer).
+# vocabulary (python -m preprocess.prepare_wordpiece --vocab HF_DIR/prophetnet.tokenizer).
 #
 #   INIT=checkpoints/prophetnet_pretrain/checkpoint_best.pt DATA=data/cnndm/bin \
 #       bash scripts/prophetnet/finetune.sh

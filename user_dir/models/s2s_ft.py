@@ -3,7 +3,7 @@
 The library is :mod:`fairseq_ext.s2s_ft`; this file registers the model, its configuration
 and its named sizes. ``--s2s-method`` picks causal, masked or pseudo-masked fine-tuning;
 ``--init-from-hf DIR`` starts from a HF BERT/RoBERTa checkpoint whose vocabulary the data
-use (``python -m fairseq_ext.s2s_ft.prepare_wordpiece``), read when the task builds a model to
+use (``python -m preprocess.prepare_wordpiece``), read when the task builds a model to
 train, never when a checkpoint is loaded (:class:`~user_dir.interfaces.InitFromPretrained`).
 Train with ``--task s2s_ft_summarization --criterion s2s_ft``.
 """
@@ -16,7 +16,7 @@ from fairseq.models import register_model, register_model_architecture
 from omegaconf import II
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
-from fairseq_ext.s2s_ft.convert import load_pretrained
+from fairseq_ext.convert.s2s_ft import load_pretrained
 from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, S2SFTEncoderDecoder, mask_index
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
 

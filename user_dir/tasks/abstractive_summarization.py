@@ -40,7 +40,7 @@ from omegaconf import II
 
 from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
-from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
+from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong

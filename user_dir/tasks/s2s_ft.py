@@ -6,7 +6,7 @@ The foundation task with two additions:
   data) gets ``<mask>`` appended, on both sides, when the task is set up (so training,
   generation and the hub agree on the vocabulary);
 * WordPiece text: when the data directory holds ``vocab.txt`` (written by
-  ``python -m fairseq_ext.s2s_ft.prepare_wordpiece``), the foundation task's
+  ``python -m preprocess.prepare_wordpiece``), the foundation task's
   ``encode_text``/``decode_tokens``, the hub and fairseq-generate's detokenized ``D-`` lines use
   WordPiece; here a ``--bpe`` meant for sentencepiece data is ignored for such data.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fairseq.tasks import register_task
 
 from fairseq_ext.s2s_ft.model import MASK_SYMBOLS
-from fairseq_ext.s2s_ft.wordpiece import WordPieceCodec
+from fairseq_ext.data.wordpiece import WordPieceCodec
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
 

@@ -1,9 +1,8 @@
-"""Corpus -> cleaned text -> BERT WordPiece -> fairseq binary data, for s2s-ft from BERT weights.
+"""Corpus -> cleaned text -> BERT WordPiece -> fairseq binary data, for checkpoints with a BERT
+vocabulary (s2s-ft from BERT/MiniLM, converted ProphetNet); the CLI is
+``python -m preprocess.prepare_wordpiece``.
 
-    python -m fairseq_ext.s2s_ft.prepare_wordpiece --corpus aclsum --out data/aclsum_wp \\
-        [--vocab VOCAB_TXT] [--limit N] [--workers N]
-
-The same layout as ``python -m preprocess.prepare`` (reading and cleaning are the foundation's),
+The same layout as ``python -m preprocess.prepare`` (reading and cleaning are the same),
 with WordPiece in place of sentencepiece::
 
     OUT/raw/{split}.{source,target}        cleaned text, one document per line
@@ -13,11 +12,10 @@ with WordPiece in place of sentencepiece::
     OUT/vocab.txt, OUT/wordpiece_report.json
 
 ``--vocab`` defaults to the vocabulary of the installed MiniLM-L6-H384 (BERT uncased, 30,522
-pieces). The ``s2s_ft_summarization`` task finds ``bin/vocab.txt`` and joins WordPieces back
-into words for the hub and fairseq-generate.
+pieces). The summarization tasks find ``bin/vocab.txt`` and join WordPieces back into words
+for the hub and fairseq-generate.
 """
 
-import argparse
 import json
 import logging
 import shutil
@@ -25,10 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fairseq_ext.data.binarize import binarize
-from fairseq_ext.data.prepare import PrepareConfig, clean_corpus, is_pair_corpus, write_raw
-
-from .wordpiece import WordPieceCodec, minilm_dir, read_vocab, write_fairseq_dictionary
+from .binarize import binarize
+from .prepare import PrepareConfig, clean_corpus, clear_outputs, is_pair_corpus, write_raw
+from .wordpiece import WordPieceCodec, minilm_dir, read_vocab, write_dictionary
 
 logger = logging.getLogger(__name__)
 
@@ -44,17 +41,12 @@ def prepare_wordpiece(corpus: str, out, vocab=None, limit=None, workers: int = 1
     vocab = Path(vocab) if vocab else minilm_dir() / "vocab.txt"
     if not is_pair_corpus(corpus):
         raise ValueError(f"--corpus {corpus}: WordPiece preparation takes document/summary pairs only")
-    read_vocab(vocab)  # fail on a bad vocabulary before writing anything
+    tokens = read_vocab(vocab)  # fail on a bad vocabulary before writing anything
     data, reports, _ = clean_corpus(PrepareConfig(corpus=corpus, out=out, limit=limit))
     if not data.get("train"):
         raise ValueError(f"{corpus}: no training data left after cleaning")
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+    clear_outputs(out, OUTPUTS)
     raw_files = write_raw(data, out / "raw", pairs=True)
     codec = WordPieceCodec(vocab)
     (out / "wordpiece").mkdir()
@@ -72,7 +64,7 @@ def prepare_wordpiece(corpus: str, out, vocab=None, limit=None, workers: int = 1
             stats[split][f"{side}_unk_rate"] = round(unk / max(sum(lengths), 1), 5)
     with tempfile.TemporaryDirectory() as tmp:
         dictionary = Path(tmp) / "dict.txt"
-        size = write_fairseq_dictionary(vocab, dictionary)
+        size = write_dictionary(tokens, dictionary)
         argv = binarize(out / "wordpiece", out / "bin", dictionary, list(data), True, workers)
     shutil.copyfile(vocab, out / "vocab.txt")
     shutil.copyfile(vocab, out / "bin" / "vocab.txt")
@@ -89,18 +81,3 @@ def prepare_wordpiece(corpus: str, out, vocab=None, limit=None, workers: int = 1
     logger.info("wrote %s (%s)", out / "bin", {s: stats[s] for s in stats})
     return report
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", required=True, help="aclsum, aclsum_long or a {split}.{source,target} directory")
-    parser.add_argument("--out", required=True, type=Path, help="output directory (its outputs are replaced)")
-    parser.add_argument("--vocab", type=Path, help="WordPiece vocab.txt (default: the installed MiniLM's)")
-    parser.add_argument("--limit", type=int, help="keep only the first N documents of each split")
-    parser.add_argument("--workers", type=int, default=1, help="processes for fairseq-preprocess")
-    args = parser.parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
-    prepare_wordpiece(args.corpus, args.out, args.vocab, args.limit, args.workers)
-
-
-if __name__ == "__main__":
-    main()

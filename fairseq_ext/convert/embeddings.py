@@ -1,0 +1,83 @@
+"""The one rule for token-embedding rows: the converted table follows the fairseq dictionary.
+
+A checkpoint's vocabulary and the fairseq dictionary the model is built with rarely agree row
+for row: fairseq puts ``<s> <pad> </s> <unk>`` first, pads a dictionary it builds to a
+multiple of 8 (``madeupword0000`` ...), tasks append symbols (``<mask>``, sentinels,
+``<delim>``), Hugging Face configs round ``vocab_size`` up, and a BART pre-training
+checkpoint carries one ``<mask>`` row more than its ``dict.txt``. Every converter therefore
+maps each dictionary symbol to a checkpoint row (its family's token map: a vocabulary id, a
+symbol that is an id, or the identity) and :func:`embedding_rows` builds the table:
+
+* a mapped symbol takes its checkpoint row;
+* a symbol the checkpoint has no row for gets a new row: the model's own initialization when
+  the converter loads into a built model, else one drawn from ``N(0, std)`` (``std`` defaults
+  to the standard deviation of the checkpoint rows kept), the padding row zero;
+* checkpoint rows no symbol maps to are dropped.
+
+The counts of all three are returned and logged, so nothing is lost silently.
+"""
+
+import logging
+from typing import NamedTuple
+
+import torch
+
+from .validate import ConversionError
+
+logger = logging.getLogger(__name__)
+
+
+class RowCounts(NamedTuple):
+    """How the rows of a converted table were filled."""
+
+    pretrained: int  # dictionary symbols that took a checkpoint row
+    new: int  # symbols the checkpoint has no row for (new rows)
+    dropped: int  # checkpoint rows that no symbol maps to
+
+    def __str__(self):
+        return (f"{self.pretrained} rows from the checkpoint, {self.new} new (symbols it lacks), "
+                f"{self.dropped} checkpoint rows unused (dropped)")
+
+
+def embedding_rows(pretrained, token_map, *, init=None, std=None, pad=None, generator=None, name="embeddings"):
+    """The ``(len(token_map), C)`` table for a dictionary whose symbol ``i`` is checkpoint row
+    ``token_map[i]`` (``-1``: no row).
+
+    Args:
+        pretrained: the checkpoint's ``(R, C)`` table.
+        token_map: LongTensor ``(V,)``.
+        init: ``(V, C)`` rows of the model's own initialization, used for unmapped symbols;
+            without it they are drawn from ``N(0, std)`` with ``generator``.
+        std: the new rows' standard deviation (default: that of the checkpoint rows kept).
+        pad: the padding index: an unmapped padding row is zero.
+        name: what the table is, for the log line and errors.
+    Returns ``(rows, RowCounts)``.
+    """
+    token_map = torch.as_tensor(token_map, dtype=torch.long)
+    rows, dim = pretrained.shape
+    if token_map.numel() and int(token_map.max()) >= rows:
+        raise ConversionError(f"{name}: a symbol maps to row {int(token_map.max())}, the checkpoint has {rows} rows")
+    known = token_map >= 0  # (V,)
+    kept = pretrained[token_map[known]]  # (K, C)
+    unknown = int((~known).sum())
+    if init is not None:
+        if tuple(init.shape) != (len(token_map), dim):
+            raise ConversionError(f"{name}: the model's table is {tuple(init.shape)}, "
+                                  f"the dictionary and checkpoint need {(len(token_map), dim)}")
+        out = init.detach().clone().to(pretrained.dtype)
+    else:
+        spread = float(kept.float().std()) if std is None else std
+        out = torch.empty(len(token_map), dim, dtype=pretrained.dtype)
+        out[~known] = (torch.randn(unknown, dim, generator=generator) * spread).to(pretrained.dtype)
+    out[known] = kept
+    if pad is not None and not known[pad]:
+        out[pad] = 0.0
+    counts = RowCounts(int(known.sum()), unknown, rows - len(set(token_map[known].tolist())))
+    logger.info(f"{name}: {counts}")
+    return out, counts
+
+
+def identity_map(num_symbols, num_rows):
+    """Symbol ``i`` is checkpoint row ``i`` where the checkpoint has one (symbols appended
+    after the checkpoint's vocabulary, e.g. sentinels, get new rows)."""
+    return torch.where(torch.arange(num_symbols) < num_rows, torch.arange(num_symbols), -1)
