@@ -34,9 +34,9 @@ from typing import Dict, List, Tuple
 import torch
 
 from ..checkpoint import safe_load
-from .model import MASK_SYMBOLS
+from ..noising.symbols import BERT_MASK, MASK, MASK_SYMBOLS, add_mask
 from .transformer import S2SFTTransformerConfig
-from .wordpiece import BERT_MASK, BERT_SPECIALS, read_vocab
+from .wordpiece import BERT_SPECIALS, read_vocab
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def hf_token_map(symbols: List[str], hf_vocab: Dict[str, int], model_type: str =
     themselves (RoBERTa); ``<mask>`` maps to the checkpoint's mask token.
     """
     specials = BERT_SPECIALS if model_type == "bert" else ROBERTA_SPECIALS
-    hf_mask = BERT_MASK if model_type == "bert" else "<mask>"
+    hf_mask = BERT_MASK if model_type == "bert" else MASK
     ids = []
     for symbol in symbols:
         name = specials.get(symbol, hf_mask if symbol in MASK_SYMBOLS else symbol)
@@ -256,8 +256,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     dictionary = Dictionary.load(args.dict)
-    if args.add_mask and not any(s in dictionary.indices for s in MASK_SYMBOLS):
-        dictionary.add_symbol("<mask>")
+    if args.add_mask:
+        add_mask(dictionary)
     _, config, _ = load_hf_checkpoint(args.hf_dir)
     body = S2SFTTransformer(hf_config_to_ours(config, len(dictionary), dictionary.pad()))
     load_pretrained(body, args.hf_dir, dictionary.symbols)

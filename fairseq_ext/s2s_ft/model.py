@@ -25,6 +25,7 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 
+from ..noising.symbols import MASK_SYMBOLS, find_mask
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
 from .transformer import S2SFTTransformer
 
@@ -191,15 +192,12 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         return self.max_target_positions
 
 
-MASK_SYMBOLS = ("[MASK]", "<mask>")
-
-
 def mask_index(dictionary) -> int:
     """Index of the mask / pseudo-mask token: BERT's ``[MASK]``, else ``<mask>``."""
-    for symbol in MASK_SYMBOLS:
-        if symbol in dictionary.indices:
-            return dictionary.index(symbol)
-    raise ValueError(
-        f"the dictionary has no mask token ({' or '.join(MASK_SYMBOLS)}): train with "
-        "--task s2s_ft_summarization, which adds <mask> to a dictionary without one"
-    )
+    index = find_mask(dictionary)
+    if index is None:
+        raise ValueError(
+            f"the dictionary has no mask token ({' or '.join(MASK_SYMBOLS)}): train with "
+            "--task s2s_ft_summarization, which adds <mask> to a dictionary without one"
+        )
+    return index

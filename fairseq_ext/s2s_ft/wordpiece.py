@@ -14,7 +14,6 @@ from typing import Dict
 
 # fairseq special symbol -> the BERT token that plays it
 BERT_SPECIALS = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]"}
-BERT_MASK = "[MASK]"
 IN_TEXT_SPECIALS = {"[SEP]": "</s>", "[CLS]": "<s>", "[UNK]": "<unk>"}
 """BERT special tokens written in the text (question generation's ``answer [SEP] passage``) ->
 the fairseq symbol that plays them, so that they binarize to BERT's ids, not ``<unk>``

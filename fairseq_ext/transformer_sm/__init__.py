@@ -20,7 +20,6 @@ from .layout import (
     SUMMARY,
     article_targets,
     causal_mask,
-    joint_positions,
     summary_positions,
 )
 
@@ -34,7 +33,6 @@ __all__ = [
     "article_targets",
     "causal_mask",
     "init_source_embeddings",
-    "joint_positions",
     "mean_row_norm",
     "summary_positions",
 ]

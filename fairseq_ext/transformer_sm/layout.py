@@ -57,14 +57,6 @@ def summary_positions(article_lengths, start, length, mode="restart"):
     return article_lengths[:, None] + steps[None, :]  # (B, N)
 
 
-def joint_positions(article_tokens, summary_tokens, pad, mode="restart"):
-    """Positions of the whole joint row ``[article; summary]`` (``(B, M + N)``)."""
-    lengths = article_tokens.ne(pad).sum(dim=1)  # (B,)
-    return torch.cat(
-        [article_positions(article_tokens), summary_positions(lengths, 0, summary_tokens.size(1), mode)], dim=1
-    )  # (B, M + N)
-
-
 def article_targets(article_tokens, pad):
     """Next-token targets of a right-padded article (domain-adaptive training's article half):
     each token predicts the next article token, and the last one predicts nothing; the paper

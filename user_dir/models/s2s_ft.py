@@ -15,9 +15,9 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from omegaconf import II
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
+from fairseq_ext.noising.bert import noise_tokens
 from fairseq_ext.s2s_ft.convert import load_pretrained
 from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, mask_index
-from fairseq_ext.s2s_ft.noising import noise_tokens
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
 
 from ._positions import fill_positions
@@ -128,7 +128,7 @@ class S2SFTModel(FairseqEncoderDecoderModel):
     def _noise(self, tokens, eligible, prob, at_least_one=False):
         return noise_tokens(
             tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-            self.cfg.mask_ratio, self.cfg.random_ratio, at_least_one=at_least_one,
+            self.cfg.random_ratio, 1.0 - self.cfg.mask_ratio - self.cfg.random_ratio, at_least_one=at_least_one,
         )  # fmt: skip
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):

@@ -1,6 +1,6 @@
 """``prophetnet_span_mask``: ProphetNet pre-training on plain text (paper section 3.1).
 
-MASS-style span masking (:mod:`fairseq_ext.prophetnet.noising`): blocks of up to
+MASS-style span masking (:mod:`fairseq_ext.noising.mass`): blocks of up to
 ``--tokens-per-sample`` (512) tokens, one contiguous span masked in every ``--span-chunk``
 (64) tokens, ``--mask-ratio`` (15%) of the tokens in all, replaced 80% by the mask symbol /
 10% by random tokens / 10% unchanged; the decoder predicts the masked fragments only, and
@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
 
-from fairseq_ext.prophetnet.noising import target_length
+from fairseq_ext.noising.mass import target_length
+from fairseq_ext.noising.symbols import add_mask
 from fairseq_ext.prophetnet.span_data import SpanMaskDataset
 
 from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
-
-MASK_SYMBOLS = ("[MASK]", "<mask>")
-
 
 @dataclass
 class ProphetNetSpanMaskConfig(PlainTextConfig):
@@ -55,8 +53,7 @@ class ProphetNetSpanMaskTask(PlainTextTask):
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
         self.random_high = len(dictionary)  # random replacements never draw the added mask symbol
-        present = [s for s in MASK_SYMBOLS if s in dictionary.indices]
-        self.mask_idx = dictionary.index(present[0]) if present else dictionary.add_symbol(MASK_SYMBOLS[-1])
+        self.mask_idx = add_mask(dictionary)
         if cfg.tokens_per_sample > cfg.max_source_positions:
             raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
                              f"--max-source-positions ({cfg.max_source_positions})")
@@ -75,8 +72,9 @@ class ProphetNetSpanMaskTask(PlainTextTask):
         blocks = self.load_blocks(split, self.cfg.sample_break_mode, epoch, combine)
         self.datasets[split] = SpanMaskDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.cfg.tokens_per_sample,
-            chunk=self.cfg.span_chunk,
-            ratio=self.cfg.mask_ratio, mask_prob=self.cfg.mask_replace_prob,
-            random_prob=self.cfg.random_replace_prob, seed=self.cfg.seed, shuffle=(split == "train"),
+            chunk=self.cfg.span_chunk, mask_prob=self.cfg.mask_ratio,
+            random_token_prob=self.cfg.random_replace_prob,
+            leave_unmasked_prob=1.0 - self.cfg.mask_replace_prob - self.cfg.random_replace_prob,
+            seed=self.cfg.seed, shuffle=(split == "train"),
             random_high=self.random_high,
         )
