@@ -37,6 +37,8 @@ import re
 
 import torch
 
+from .renamed_flags import upgrade_checkpoint_config
+
 logger = logging.getLogger(__name__)
 
 #: The globals a fairseq checkpoint holds beyond torch's default ``weights_only`` allowlist.
@@ -154,8 +156,10 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     """fairseq's ``checkpoint_utils.load_checkpoint_to_cpu`` reading through :func:`safe_load`.
 
     The same state as fairseq 0.12.3 returns (``arg_overrides`` applied, ``cfg`` as a
-    DictConfig, legacy checkpoints upgraded); ``load_on_all_ranks`` only mattered for remote
-    files, which fairseq copies to a local path first, as here.
+    DictConfig, legacy checkpoints upgraded), with the flags this repository renamed since
+    the checkpoint was saved under their new names (:mod:`.renamed_flags`);
+    ``load_on_all_ranks`` only mattered for remote files, which fairseq copies to a local
+    path first, as here.
     """
     from fairseq import checkpoint_utils
     from fairseq.dataclass.utils import overwrite_args_by_name
@@ -166,11 +170,13 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     state = safe_load(local_path)
     if not isinstance(state, dict) or not {"model", "cfg", "args"} & set(state):
         raise CorruptCheckpointError(f"{path} is not a fairseq checkpoint (no model, cfg or args in it)")
+    if state.get("cfg") is not None:
+        state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
+    upgrade_checkpoint_config(state, path)
     if state.get("args") is not None and arg_overrides is not None:
         for name, value in arg_overrides.items():
             setattr(state["args"], name, value)
     if state.get("cfg") is not None:
-        state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
         if arg_overrides is not None:
             overwrite_args_by_name(state["cfg"], arg_overrides)
     return checkpoint_utils._upgrade_state_dict(state)

@@ -222,7 +222,7 @@ def test_task_refuses_fewer_sentinels_than_spans():
         d = Dictionary()
         for i in range(WORDS):
             d.add_symbol(f"w{i}")
-        cfg = ZCodeppPretrainingConfig(tokens_per_sample=200, noise_density=0.15, mean_noise_span_length=3.0,
+        cfg = ZCodeppPretrainingConfig(tokens_per_sample=200, noise_density=0.15, mean_span_length=3.0,
                                        num_sentinels=num_sentinels, max_source_positions=256,
                                        max_target_positions=256)
         return ZCodeppPretrainingTask(cfg, d)

@@ -78,7 +78,7 @@ def model_args(config):
         "encoder_layers": config["num_encoder_layers"], "decoder_layers": config["num_decoder_layers"],
         "encoder_attention_heads": config["num_encoder_attention_heads"],
         "decoder_attention_heads": config["num_decoder_attention_heads"],
-        "ngram": config["ngram"], "num_buckets": config["num_buckets"],
+        "ngram": config["ngram"], "relative_buckets": config["num_buckets"],
         "relative_max_distance": config["relative_max_distance"],
         "activation_fn": fairseq_activation(config, "activation_function", default="gelu"),
         "dropout": config.get("dropout", 0.1), "attention_dropout": config.get("attention_dropout", 0.1),

@@ -42,9 +42,11 @@ class S2SFTConfig(FairseqDataclass):
     source_mask_prob: float = field(
         default=0.0, metadata={"help": "share of source tokens noised during training (never predicted)"}
     )
-    mask_ratio: float = field(default=0.8, metadata={"help": "share of noised tokens replaced by the mask token"})
-    random_ratio: float = field(
-        default=0.1, metadata={"help": "share of noised tokens replaced by a random token (the rest stay)"}
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "share of noised tokens replaced by a random token"}
+    )
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "share of noised tokens left unchanged (the rest become the mask token)"}
     )
     embed_dim: int = field(default=768, metadata={"help": "hidden size"})
     layers: int = field(default=12, metadata={"help": "number of Transformer layers"})
@@ -128,7 +130,7 @@ class S2SFTModel(FairseqEncoderDecoderModel):
     def _noise(self, tokens, eligible, prob, at_least_one=False):
         return noise_tokens(
             tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-            self.cfg.random_ratio, 1.0 - self.cfg.mask_ratio - self.cfg.random_ratio, at_least_one=at_least_one,
+            self.cfg.random_token_prob, self.cfg.leave_unmasked_prob, at_least_one=at_least_one,
         )  # fmt: skip
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):

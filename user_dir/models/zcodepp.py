@@ -33,10 +33,10 @@ EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", 
 class ZCodeppConfig(FairseqDataclass):
     """What Z-Code++ adds to fairseq's Transformer options."""
 
-    rel_pos_buckets: int = field(
+    relative_buckets: int = field(
         default=256, metadata={"help": "relative position buckets S (table of 2S rows); DeBERTa-v3: 256"}
     )
-    max_relative_positions: int = field(
+    relative_max_distance: int = field(
         default=512, metadata={"help": "distance that maps to the last log bucket; DeBERTa-v3: 512"}
     )
     encoder_layer_norm_eps: float = field(
@@ -174,6 +174,6 @@ def zcodepp_tiny_architecture(args):
     args.encoder_layers = getattr(args, "encoder_layers", 2)
     args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
     args.decoder_layers = getattr(args, "decoder_layers", 1)
-    args.rel_pos_buckets = getattr(args, "rel_pos_buckets", 16)
-    args.max_relative_positions = getattr(args, "max_relative_positions", 32)
+    args.relative_buckets = getattr(args, "relative_buckets", 16)
+    args.relative_max_distance = getattr(args, "relative_max_distance", 32)
     zcodepp_base_architecture(args)

@@ -32,7 +32,7 @@ class ZCodeppPretrainingConfig(PlainTextConfig):
     )
     mask_prob: float = field(default=0.15, metadata={"help": "fraction of word tokens masked for the generator"})
     noise_density: float = field(default=0.15, metadata={"help": "fraction of tokens in corrupted spans (CSP)"})
-    mean_noise_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
+    mean_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
     num_sentinels: int = field(default=100, metadata={"help": "sentinel symbols added to the dictionary"})
 
 
@@ -46,12 +46,12 @@ class ZCodeppPretrainingTask(PlainTextTask):
         super().__init__(cfg, dictionary)
         self.mask_idx = add_mask(dictionary)
         self.sentinels = add_sentinels(dictionary, cfg.num_sentinels)
-        _, needed = span_counts(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_noise_span_length)
+        _, needed = span_counts(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_span_length)
         if needed > cfg.num_sentinels:
             raise ValueError(f"blocks of {cfg.tokens_per_sample} tokens make up to {needed} spans: "
                              f"--num-sentinels must be at least that (got {cfg.num_sentinels})")
         _, longest_target = corrupted_lengths(cfg.tokens_per_sample, cfg.noise_density,
-                                              cfg.mean_noise_span_length, bos=False)
+                                              cfg.mean_span_length, bos=False)
         if longest_target > cfg.max_target_positions:
             raise ValueError(f"corrupted-span targets reach {longest_target} tokens, more than "
                              f"--max-target-positions ({cfg.max_target_positions})")
@@ -76,7 +76,7 @@ class ZCodeppPretrainingTask(PlainTextTask):
         self.datasets[split] = ZCodeppPretrainingDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.sentinels, self.cfg.tokens_per_sample,
             mask_prob=self.cfg.mask_prob, noise_density=self.cfg.noise_density,
-            mean_span_length=self.cfg.mean_noise_span_length, seed=self.cfg.seed,
+            mean_span_length=self.cfg.mean_span_length, seed=self.cfg.seed,
             shuffle=(split == "train"),
         )
 
