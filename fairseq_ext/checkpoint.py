@@ -19,11 +19,13 @@ a Hugging Face weight file. It
   of allowed data could otherwise still run code;
 * turns a truncated or corrupt file into :class:`CorruptCheckpointError` naming the file.
 
-:func:`install` (called when the plugin is imported) puts :func:`load_checkpoint_to_cpu`
-and :func:`load_ema_from_checkpoint` in place of fairseq's, so fairseq-train/-generate/
--interactive, resume, ``--finetune-from-model`` and the hub read through :func:`safe_load`.
-docs/security.md lists the fairseq ``eval()`` sites and what is trusted. Nothing here runs
-at import time.
+The fairseq fixes table (:data:`fairseq_ext.fairseq_fixes.FIXES`, installed when the plugin is
+imported) puts :func:`load_checkpoint_to_cpu` and :func:`load_ema_from_checkpoint` in place of
+fairseq's, so fairseq-train/-generate/-interactive, resume, ``--finetune-from-model`` and the
+hub read through :func:`safe_load`, and allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` for
+every ``torch.load`` of the process. docs/security.md lists the fairseq ``eval()`` sites and
+what is trusted. Nothing here changes fairseq or torch: :func:`safe_load` allows fairseq's
+types for its own read only.
 """
 
 import _compat_pickle
@@ -99,11 +101,6 @@ class CorruptCheckpointError(CheckpointError):
     """The checkpoint is truncated, corrupt, or not a torch checkpoint at all."""
 
 
-def allow_globals():
-    """Add fairseq's checkpoint types to torch's ``weights_only`` allowlist (idempotent)."""
-    torch.serialization.add_safe_globals(list(FAIRSEQ_CHECKPOINT_GLOBALS))
-
-
 def safe_load(path, map_location="cpu"):
     """Read the checkpoint or weight file ``path`` without running code from it.
 
@@ -123,9 +120,11 @@ def safe_load(path, map_location="cpu"):
         except Exception as exc:
             raise _corrupt(path, exc) from exc
     _warn_if_variable_set()
-    allow_globals()
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        # only the types not allowed yet: torch's context removes on exit everything it was given
+        missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
+        with torch.serialization.safe_globals(missing):
+            state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
         raise _loading_error(path, exc) from exc
     check_eval_fields(state, path)
@@ -193,21 +192,6 @@ def load_ema_from_checkpoint(path):
         (name, param.float() if param.dtype == torch.half else param.clone()) for name, param in ema.items()
     )
     return state
-
-
-def install():
-    """Make every fairseq checkpoint read go through :func:`safe_load`.
-
-    Allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` and replaces fairseq's
-    ``checkpoint_utils.load_checkpoint_to_cpu`` (through which fairseq-train resume,
-    ``--finetune-from-model``, fairseq-generate/-interactive, ``load_model_ensemble*`` and
-    ``from_pretrained`` read checkpoints) and ``load_ema_from_checkpoint``.
-    """
-    from fairseq import checkpoint_utils
-
-    allow_globals()
-    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
-    checkpoint_utils.load_ema_from_checkpoint = load_ema_from_checkpoint
 
 
 def _warn_if_variable_set():

@@ -26,6 +26,7 @@ import os
 
 import torch
 
+from .. import fairseq_fixes
 from ..checkpoint import safe_load
 from ..hf_compat import fairseq_activation
 from .dictionary import build_dictionary, fairseq_order, read_vocab, write_dictionary
@@ -166,8 +167,11 @@ def write_checkpoint(out_dir, state_dict, args, arch="prophetnet_summ_large"):
     for name, value in args.items():
         if not isinstance(value, bool):  # booleans are set on the config below
             argv += ["--" + name.replace("_", "-"), str(value)]
-    parser = options.get_training_parser()
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, argv))
+    # parsing imports the plugin for its registrations, which installs the fairseq fixes: the
+    # converter needs neither those nor leaves them behind
+    with fairseq_fixes.unchanged():
+        parser = options.get_training_parser()
+        cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, argv))
     for name, value in args.items():
         cfg.model[name] = value
     checkpoint = {
