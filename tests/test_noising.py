@@ -10,7 +10,7 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-from fairseq_ext.noising.bert import bert_noise, noise_tokens, select_exact, select_tokens
+from fairseq_ext.noising.bert import bert_noise, select_exact, select_tokens
 from fairseq_ext.noising.mass import span_lengths, span_mask, target_length
 from fairseq_ext.noising.replaced_tokens import sample_replacements
 from fairseq_ext.noising.seeding import seeded_generator
@@ -185,7 +185,8 @@ def test_noise_80_10_10_and_eligibility():
     tokens = torch.randint(10, 100, (64, 128), generator=gen)
     eligible = torch.ones_like(tokens, dtype=torch.bool)
     eligible[:, :8] = False
-    noised, selected = noise_tokens(tokens, eligible, 0.5, mask_idx=5, vocab_low=10, vocab_high=100, generator=gen)
+    selected = select_tokens(eligible, 0.5, gen)
+    noised = bert_noise(tokens, selected, mask_idx=5, vocab_low=10, vocab_high=100, generator=gen)
     assert not selected[:, :8].any() and torch.equal(noised[:, :8], tokens[:, :8])
     assert torch.equal(noised[~selected], tokens[~selected])
     rate = selected[:, 8:].float().mean().item()

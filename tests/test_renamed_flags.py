@@ -101,6 +101,10 @@ def save_with_old_names(tmp_path, argv, renames):
     return path, model
 
 
+def train_argv(data, task, arch, criterion, *flags):
+    return [str(data), "--user-dir", USER_DIR, "--task", task, "--arch", arch, "--criterion", criterion, *flags]
+
+
 def load(path):
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)])
     return models[0], cfg, task
@@ -113,10 +117,10 @@ def same_weights(a, b):
 
 def test_old_zcodepp_checkpoint_keeps_its_relative_positions(tmp_path):
     data = data_dir(tmp_path)
-    argv = [str(data), "--user-dir", USER_DIR, "--task", "zcodepp_pretraining", "--arch", "zcodepp_tiny",
-            "--generator-layers", "1", "--criterion", "zcodepp_joint", "--tokens-per-sample", "64",
-            "--max-source-positions", "64", "--max-target-positions", "64", "--num-sentinels", "20",
-            "--relative-buckets", "8", "--relative-max-distance", "20", "--mean-span-length", "2.5"]
+    argv = train_argv(data, "zcodepp_pretraining", "zcodepp_tiny", "zcodepp_joint", "--generator-layers", "1",
+                      "--tokens-per-sample", "64", "--max-source-positions", "64", "--max-target-positions", "64",
+                      "--num-sentinels", "20", "--relative-buckets", "8", "--relative-max-distance", "20",
+                      "--mean-span-length", "2.5")
     path, built = save_with_old_names(tmp_path, argv, {
         ("model", "relative_buckets"): ("rel_pos_buckets", 8),
         ("model", "relative_max_distance"): ("max_relative_positions", 20),
@@ -130,9 +134,8 @@ def test_old_zcodepp_checkpoint_keeps_its_relative_positions(tmp_path):
 
 def test_old_s2s_ft_checkpoint_keeps_its_noise_shares(tmp_path):
     data = data_dir(tmp_path)
-    argv = [str(data), "--user-dir", USER_DIR, "--task", "s2s_ft_summarization", "--arch", "s2s_ft_tiny",
-            "--source-lang", "source", "--target-lang", "target", "--criterion", "s2s_ft",
-            "--random-token-prob", "0.3", "--leave-unmasked-prob", "0.2"]
+    argv = train_argv(data, "s2s_ft_summarization", "s2s_ft_tiny", "s2s_ft", "--source-lang", "source",
+                      "--target-lang", "target", "--random-token-prob", "0.3", "--leave-unmasked-prob", "0.2")
     path, built = save_with_old_names(tmp_path, argv, {
         ("model", "random_token_prob"): ("random_ratio", 0.3),
         ("model", "leave_unmasked_prob"): ("mask_ratio", 0.5),
@@ -144,10 +147,10 @@ def test_old_s2s_ft_checkpoint_keeps_its_noise_shares(tmp_path):
 
 def test_old_prophetnet_pretraining_checkpoint_keeps_its_masking(tmp_path):
     data = data_dir(tmp_path)
-    argv = [str(data), "--user-dir", USER_DIR, "--task", "prophetnet_span_mask", "--arch", "prophetnet_summ_tiny",
-            "--criterion", "ngram_language_loss", "--tokens-per-sample", "128", "--max-source-positions", "128",
-            "--max-target-positions", "128", "--relative-buckets", "8", "--mask-prob", "0.2",
-            "--random-token-prob", "0.05", "--leave-unmasked-prob", "0.15"]
+    argv = train_argv(data, "prophetnet_span_mask", "prophetnet_summ_tiny", "ngram_language_loss",
+                      "--tokens-per-sample", "128", "--max-source-positions", "128", "--max-target-positions", "128",
+                      "--relative-buckets", "8", "--mask-prob", "0.2", "--random-token-prob", "0.05",
+                      "--leave-unmasked-prob", "0.15")
     path, built = save_with_old_names(tmp_path, argv, {
         ("model", "relative_buckets"): ("num_buckets", 8),
         ("task", "mask_prob"): ("mask_ratio", 0.2),

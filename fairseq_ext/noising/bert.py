@@ -15,7 +15,7 @@ generator's MLM picks exactly ``round(prob * n)`` of a row's ``n`` eligible toke
 vectorized over any leading shape and draw from an optional ``torch.Generator``.
 """
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
 
@@ -107,21 +107,3 @@ def bert_noise(
     noised = torch.where(to_random, random_tokens, tokens)
     return noised.masked_fill(to_mask, mask_idx)
 
-
-def noise_tokens(
-    tokens: torch.Tensor,
-    eligible: torch.Tensor,
-    prob: float,
-    mask_idx: int,
-    vocab_low: int,
-    vocab_high: int,
-    random_token_prob: float = 0.1,
-    leave_unmasked_prob: float = 0.1,
-    generator: Optional[torch.Generator] = None,
-    at_least_one: bool = False,
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """:func:`select_tokens` then :func:`bert_noise`: returns ``(noised, selected)``."""
-    selected = select_tokens(eligible, prob, generator, at_least_one)
-    noised = bert_noise(tokens, selected, mask_idx, vocab_low, vocab_high, random_token_prob,
-                        leave_unmasked_prob, generator)
-    return noised, selected

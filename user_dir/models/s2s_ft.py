@@ -15,7 +15,7 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from omegaconf import II
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
-from fairseq_ext.noising.bert import noise_tokens
+from fairseq_ext.noising.bert import bert_noise, select_tokens
 from fairseq_ext.s2s_ft.convert import load_pretrained
 from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, mask_index
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
@@ -128,10 +128,11 @@ class S2SFTModel(FairseqEncoderDecoderModel):
         return cls(cfg, encoder, decoder, tgt_dict)
 
     def _noise(self, tokens, eligible, prob, at_least_one=False):
-        return noise_tokens(
-            tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-            self.cfg.random_token_prob, self.cfg.leave_unmasked_prob, at_least_one=at_least_one,
-        )  # fmt: skip
+        """``(noised, selected)``: BERT's 80/10/10 on a ``prob`` share of the ``eligible`` tokens."""
+        selected = select_tokens(eligible, prob, at_least_one=at_least_one)
+        noised = bert_noise(tokens, selected, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
+                            self.cfg.random_token_prob, self.cfg.leave_unmasked_prob)
+        return noised, selected
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):
         """The fine-tuning objective's forward pass.
