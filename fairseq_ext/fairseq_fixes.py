@@ -413,6 +413,9 @@ class Fix:
         return self.function is None
 
     def _owner(self):
+        if self.target is None:
+            raise TypeError(f"{self.name} is applied per task, not process-wide: {self.applied_by} calls "
+                            f"{self.function.__name__}")
         module, attribute = self.target.split(":")
         return importlib.import_module(module), attribute
 

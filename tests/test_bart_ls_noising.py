@@ -122,3 +122,6 @@ def test_span_corruption_dataset_sizes_and_seeding():
     candidates = CandidateSpansDataset(bodies, d, 0.5, 2.0, seed=5, noise_density=0.1)
     assert all(int(candidates[i]["candidates"].sum()) == round(0.5 * n) for i, n in enumerate((2, 9, 40, 77)))
     assert torch.equal(candidates[3]["candidates"], candidates[3]["candidates"])
+    state = torch.get_rng_state()  # the noise has its own seeded generators
+    data[3], candidates[3], data.set_epoch(4)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -80,7 +80,8 @@ def _state():
 
 
 def _same_state(a, b):
-    return a[1] == b[1] and a[0].keys() == b[0].keys() and all(a[0][k] is b[0][k] for k in a[0])
+    """The same objects in place, the same allowlist (torch keeps it as a set: order varies)."""
+    return set(a[1]) == set(b[1]) and a[0].keys() == b[0].keys() and all(a[0][k] is b[0][k] for k in a[0])
 
 
 @pytest.fixture
@@ -100,6 +101,8 @@ def test_every_entry_says_what_why_on_which_fairseq_and_how_it_is_applied():
             assert fix.applied_by == "install()" and (fix.target is None) == isinstance(fix, fairseq_fixes.AllowlistFix)
         else:
             assert callable(fix.function) and fix.target is None
+            with pytest.raises(TypeError, match="per task"):
+                fix.apply()
 
 
 @pytest.mark.parametrize("fix", PROCESS_WIDE, ids=lambda f: f.name)

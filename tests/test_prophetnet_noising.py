@@ -25,3 +25,6 @@ def test_dataset_is_deterministic_per_epoch_and_collates():
     assert torch.equal(prev[0, 1: len(data[0]["target"])], data[0]["target"][:-1])
     assert batch["ntokens"] == int(target.ne(d.pad()).sum())
     assert batch["target_segment_start"].shape == target.shape
+    state = torch.get_rng_state()
+    data[1]
+    assert torch.equal(torch.get_rng_state(), state)  # the noise has its own seeded generator

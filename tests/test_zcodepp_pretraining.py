@@ -214,6 +214,15 @@ def test_templates_file(tmp_path):
         load_templates(path)
 
 
+def test_items_leave_the_global_random_state_alone(vocab):
+    """Corruptions draw from their own seeded generator: the training randomness fairseq seeds
+    (dropout, the generator's samples) must not depend on when items are read."""
+    dataset, _ = pretraining_batch(vocab)
+    state = torch.get_rng_state()
+    dataset[0]
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 def test_task_refuses_fewer_sentinels_than_spans():
     """Span corruption reuses sentinels cyclically; Z-Code++ refuses that at set-up instead."""
     from user_dir.tasks.zcodepp_pretraining import ZCodeppPretrainingConfig, ZCodeppPretrainingTask

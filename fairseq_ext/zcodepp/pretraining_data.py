@@ -81,7 +81,7 @@ class ZCodeppPretrainingDataset(ArraySizes, FairseqDataset):
         words = original >= self.dictionary.nspecial  # (T,)
         masked = select_exact(words, self.mask_prob, generator)  # (T,)
         mlm_source = bert_noise(original, masked, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-                                random_token_prob=0.0, leave_unmasked_prob=0.0)  # every selected token masked
+                                random_token_prob=0.0, leave_unmasked_prob=0.0, generator=generator)  # all masked
         if len(body) >= MIN_BODY_TOKENS:
             noise = random_spans_noise_mask(len(body), self.noise_density, self.mean_span_length, generator)
             source, target = corrupt_spans(body, noise, self.sentinels, self.dictionary.eos())
