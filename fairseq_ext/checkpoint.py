@@ -19,11 +19,13 @@ a Hugging Face weight file. It
   of allowed data could otherwise still run code;
 * turns a truncated or corrupt file into :class:`CorruptCheckpointError` naming the file.
 
-:func:`install` (called when the plugin is imported) puts :func:`load_checkpoint_to_cpu`
-and :func:`load_ema_from_checkpoint` in place of fairseq's, so fairseq-train/-generate/
--interactive, resume, ``--finetune-from-model`` and the hub read through :func:`safe_load`.
-docs/security.md lists the fairseq ``eval()`` sites and what is trusted. Nothing here runs
-at import time.
+The fairseq fixes table (:data:`fairseq_ext.fairseq_fixes.FIXES`, installed when the plugin is
+imported) puts :func:`load_checkpoint_to_cpu` and :func:`load_ema_from_checkpoint` in place of
+fairseq's, so fairseq-train/-generate/-interactive, resume, ``--finetune-from-model`` and the
+hub read through :func:`safe_load`, and allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` for
+every ``torch.load`` of the process. docs/security.md lists the fairseq ``eval()`` sites and
+what is trusted. Nothing here changes fairseq or torch: :func:`safe_load` allows fairseq's
+types for its own read only.
 """
 
 import _compat_pickle
@@ -36,6 +38,8 @@ import pickle
 import re
 
 import torch
+
+from .renamed_flags import upgrade_checkpoint_config
 
 logger = logging.getLogger(__name__)
 
@@ -97,11 +101,6 @@ class CorruptCheckpointError(CheckpointError):
     """The checkpoint is truncated, corrupt, or not a torch checkpoint at all."""
 
 
-def allow_globals():
-    """Add fairseq's checkpoint types to torch's ``weights_only`` allowlist (idempotent)."""
-    torch.serialization.add_safe_globals(list(FAIRSEQ_CHECKPOINT_GLOBALS))
-
-
 def safe_load(path, map_location="cpu"):
     """Read the checkpoint or weight file ``path`` without running code from it.
 
@@ -121,10 +120,9 @@ def safe_load(path, map_location="cpu"):
         except Exception as exc:
             raise _corrupt(path, exc) from exc
     _warn_if_variable_set()
-    # fairseq's types are allowed for this read only (unless :func:`install` allowed them for
-    # good): reading a checkpoint leaves torch's allowlist as it was
-    missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
     try:
+        # only the types not allowed yet: torch's context removes on exit everything it was given
+        missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
         with torch.serialization.safe_globals(missing):
             state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
@@ -157,8 +155,10 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     """fairseq's ``checkpoint_utils.load_checkpoint_to_cpu`` reading through :func:`safe_load`.
 
     The same state as fairseq 0.12.3 returns (``arg_overrides`` applied, ``cfg`` as a
-    DictConfig, legacy checkpoints upgraded); ``load_on_all_ranks`` only mattered for remote
-    files, which fairseq copies to a local path first, as here.
+    DictConfig, legacy checkpoints upgraded), with the flags this repository renamed since
+    the checkpoint was saved under their new names (:mod:`.renamed_flags`);
+    ``load_on_all_ranks`` only mattered for remote files, which fairseq copies to a local
+    path first, as here.
     """
     from fairseq import checkpoint_utils
     from fairseq.dataclass.utils import overwrite_args_by_name
@@ -169,11 +169,13 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     state = safe_load(local_path)
     if not isinstance(state, dict) or not {"model", "cfg", "args"} & set(state):
         raise CorruptCheckpointError(f"{path} is not a fairseq checkpoint (no model, cfg or args in it)")
+    if state.get("cfg") is not None:
+        state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
+    upgrade_checkpoint_config(state, path)
     if state.get("args") is not None and arg_overrides is not None:
         for name, value in arg_overrides.items():
             setattr(state["args"], name, value)
     if state.get("cfg") is not None:
-        state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
         if arg_overrides is not None:
             overwrite_args_by_name(state["cfg"], arg_overrides)
     return checkpoint_utils._upgrade_state_dict(state)
@@ -190,21 +192,6 @@ def load_ema_from_checkpoint(path):
         (name, param.float() if param.dtype == torch.half else param.clone()) for name, param in ema.items()
     )
     return state
-
-
-def install():
-    """Make every fairseq checkpoint read go through :func:`safe_load`.
-
-    Allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` and replaces fairseq's
-    ``checkpoint_utils.load_checkpoint_to_cpu`` (through which fairseq-train resume,
-    ``--finetune-from-model``, fairseq-generate/-interactive, ``load_model_ensemble*`` and
-    ``from_pretrained`` read checkpoints) and ``load_ema_from_checkpoint``.
-    """
-    from fairseq import checkpoint_utils
-
-    allow_globals()
-    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
-    checkpoint_utils.load_ema_from_checkpoint = load_ema_from_checkpoint
 
 
 def _warn_if_variable_set():

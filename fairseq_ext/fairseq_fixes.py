@@ -1,72 +1,36 @@
-"""fairseq 0.12 bugs that lose or ignore things silently, or stop a run, fixed from the outside.
+"""fairseq 0.12 bugs that lose or ignore things silently, or stop a run, fixed from the outside,
+as one table: :data:`FIXES`.
 
-Every fix names the fairseq release it was measured on (``ve-fairseq==0.12.3``, the lock's
-fairseq 0.12) and is one self-contained function; :func:`install` (run when ``--user-dir
-user_dir`` is imported) applies them all, idempotently.
+Every entry (:class:`Fix`) says what goes wrong, why (the cause in fairseq's code), the fairseq
+release it was measured on (``ve-fairseq==0.12.3``, the lock's fairseq 0.12) and how it is
+applied and undone:
 
-1. **n-gram blocking does nothing on CPU.** ``SequenceGenerator`` hands its
-   ``NGramRepeatBlock`` the whole token buffer ``(bsz * beam, max_len + 2)``; without the CUDA
-   extension the Python path takes the n-gram to check from the *end of the buffer* (still
-   padding), so ``--no-repeat-ngram-size`` never bans anything. :class:`PrefixNGramRepeatBlock`
-   hands it only the tokens generated so far; tasks install it through ``build_generator``::
+* *process-wide* entries replace one attribute of fairseq (or extend torch's ``weights_only``
+  allowlist): :meth:`Fix.apply` puts the fix in place, idempotently, and :meth:`Fix.undo`
+  puts fairseq's own object back (the very object: ``is`` holds), leaving any fix stacked on
+  the same attribute in place. :func:`install` applies them all, :func:`uninstall` undoes
+  them, :func:`applied` applies them for a ``with`` block and :func:`unchanged` puts back on
+  exit whatever a block applied (a tool that needs the plugin's registrations, not its fixes).
+  Only the plugin's entry point, ``user_dir/__init__.py`` (what ``--user-dir user_dir``
+  imports), calls :func:`install`; importing this module changes nothing.
+* *per-task* entries act on one object a task builds (a generator, an argument parser); the
+  tasks and models call them (:attr:`Fix.function`), nothing process-wide is changed, so there
+  is nothing to undo.
 
-       buffer  : </s> a b a b <pad> <pad> ...     step 4
-       fairseq : last 2 = (<pad>, <pad>)  -> nothing banned
-       prefix  : last 2 = (a, b)          -> bans "a" (seen after "a b")
-
-2. **The last batch is dropped.** fairseq 0.12.3's ``data_utils.batch_by_size`` (both Python
-   3.11 forks) drops the final batch when its size is not a multiple of
-   ``--required-batch-size-multiple`` (default 8): ``fairseq-generate`` on 12 documents prints
-   8 hypotheses, and training skips up to 7 examples an epoch, without a word.
-   :func:`keep_last_batch` wraps it so that the remainder comes back as a last, smaller batch,
-   as fairseq 0.12.2 did (batches are consecutive runs of ``indices``).
-
-3. **A boolean flag that defaults to on turns it off.** fairseq 0.12.3's
-   ``gen_parser_from_dataclass`` makes a bool field defaulting to True a ``store_false`` flag
-   of the same name: ``--truncate-source`` (fairseq's BART summarization recipe: "truncate")
-   switched truncation off. :func:`add_dataclass_args` registers such a field as ``--x``
-   (on, the default) and ``--no-x`` (off); tasks and models call it from ``add_args``.
-
-4. **A beam size of 1 after a larger one crashes.** fairseq 0.12.3's
-   ``EnsembleModel.set_decoder_beam_size`` tells the model its beam only when it is above 1,
-   so a generator built with ``beam=1`` after one with ``beam=4`` (the hub builds one per call)
-   runs BART's "beamable" encoder-decoder attention with the stale size 4 (a reshape error).
-   :func:`fix_decoder_beam_size` sets it for every beam size and undoes BART's swap of the
-   encoder's ``reorder_encoder_out`` at beam 1; tasks apply it in ``build_generator``.
-
-Distributed training and mixed precision (issue: one job over N processes, on CPU and GPU):
-
-5. :func:`fix_torchrun_launch`: under ``torchrun`` every process ran its own world-size-1
-   job (the default ``--distributed-world-size`` is the number of GPUs, 1 on CPU), all
-   writing the same ``--save-dir``; with an explicit world size, ``rank % cuda.device_count()``
-   divided by zero on CPU. torchrun's ``WORLD_SIZE``/``RANK``/``LOCAL_RANK`` now decide.
-6. :func:`fix_cpu_backend`: ``--distributed-backend`` defaults to ``nccl``, which CPU wheels
-   do not have; a CPU run (``--cpu``, or no CUDA) uses ``gloo``.
-7. :func:`fix_cpu_spawn`: ``--distributed-world-size N --cpu`` asserted ``world size is N but
-   have 0 available devices`` (and would have spawned ``min(0, N)`` processes); it now spawns N.
-8. :func:`fix_cpu_ddp`: ``--ddp-backend pytorch_ddp`` (the default) passed
-   ``device_ids=[device_id]`` to ``DistributedDataParallel`` for CPU modules too, which torch
-   refuses.
-9. :func:`fix_frozen_ddp`: a module with parameters but none to train (a frozen criterion,
-   such as BART-LS's scorer under ``--freeze-scorer``) was still wrapped in
-   ``DistributedDataParallel``, which refuses it; it is left unwrapped (nothing to reduce).
-10. :func:`fix_bf16_without_tpu`: ``--bf16`` set ``--tpu`` (needs ``torch_xla``), so ``--bf16``
-   failed on CPU and on GPUs; ``--tpu`` is now only on when asked for.
-11. :func:`fix_all_gather_list_on_cpu`: ``distributed_utils.all_gather_list`` (logging outputs
-   that cannot be summed) allocated its buffer with ``torch.cuda.ByteTensor`` and pinned
-   memory, so it failed in every CPU (gloo) job; it now uses the process group's device.
-12. :func:`fix_resume_broadcast`: a distributed run could not resume (CPU and GPUs alike):
-    rank 0 reads ``checkpoint_last.pt`` and sends the state to the other ranks, which
-    unpickle it with torch's ``weights_only=True`` default and refuse the omegaconf config
-    inside. The receiving ranks now unpickle their peer's message in full (see the function).
+The checkpoint entries put :mod:`fairseq_ext.checkpoint`'s guarded loader in place of
+fairseq's (torch >= 2.6 made ``weights_only=True`` the default, which fairseq's own loader
+fails on); the distributed-training ones are described in docs/distributed.md.
 """
 
 import argparse
+import contextlib
 import functools
+import importlib
 import logging
 import os
-import random
 import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -80,7 +44,16 @@ TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL
 
 
 class PrefixNGramRepeatBlock(NGramRepeatBlock):
-    """fairseq's n-gram blocker, looking at the hypotheses up to ``step`` only."""
+    """fairseq's n-gram blocker, looking at the hypotheses up to ``step`` only.
+
+    ``SequenceGenerator`` hands its blocker the whole token buffer ``(bsz * beam, max_len + 2)``;
+    without the CUDA extension fairseq takes the n-gram to check from the end of the buffer
+    (still padding)::
+
+        buffer  : </s> a b a b <pad> <pad> ...     step 4
+        fairseq : last 2 = (<pad>, <pad>)  -> nothing banned
+        prefix  : last 2 = (a, b)          -> bans "a" (seen after "a b")
+    """
 
     def forward(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
         if self.use_extension:  # the CUDA kernel reads the buffer with ``step`` itself
@@ -144,8 +117,6 @@ def add_dataclass_args(parser, dataclass_instance, delete_default=False):
 
 def keep_last_batch(batch_by_size):
     """Wrap fairseq's ``batch_by_size`` so that no index is left out of the batches."""
-    if getattr(batch_by_size, "_fairseq_ext_keeps_last_batch", False):
-        return batch_by_size
 
     @functools.wraps(batch_by_size)
     def wrapped(indices, *args, **kwargs):
@@ -158,23 +129,7 @@ def keep_last_batch(batch_by_size):
             return batches  # not the consecutive-runs layout this fix knows (fixed shapes)
         return list(batches) + [indices[covered:]]
 
-    wrapped._fairseq_ext_keeps_last_batch = True
     return wrapped
-
-
-def _patch(owner, name, wrap):
-    """Replace ``owner.name`` by ``wrap(owner.name)`` unless a fix already did (idempotent).
-    The original stays reachable as ``owner.name.__wrapped__``."""
-    current = getattr(owner, name)
-    layer = current
-    while layer is not None:  # fixes may stack on one attribute (call_main has two)
-        if getattr(layer, "_fairseq_ext_fix", None) == wrap.__name__:
-            return current
-        layer = getattr(layer, "__wrapped__", None)
-    patched = wrap(current)
-    patched._fairseq_ext_fix = wrap.__name__
-    setattr(owner, name, patched)
-    return patched
 
 
 def _cpu_run(cfg):
@@ -188,7 +143,7 @@ def launched_by_torchrun(environ=None):
     return all(name in environ for name in TORCHRUN_VARIABLES)
 
 
-# --------------------------------------------------------------------------- 3. torchrun
+# --------------------------------------------------------------------------- torchrun
 def torchrun_infer_init_method(infer_init_method):
     """Wrap ``distributed_utils.infer_init_method`` so that torchrun's environment decides.
 
@@ -224,14 +179,7 @@ def torchrun_infer_init_method(infer_init_method):
     return wrapped
 
 
-def fix_torchrun_launch():
-    """Fix 3 (fairseq 0.12.3): one job over torchrun's processes, on CPU and GPUs."""
-    from fairseq.distributed import utils as distributed_utils
-
-    _patch(distributed_utils, "infer_init_method", torchrun_infer_init_method)
-
-
-# --------------------------------------------------------------------------- 4. gloo on CPU
+# --------------------------------------------------------------------------- gloo on CPU
 def cpu_backend_call_main(call_main):
     """Wrap ``distributed_utils.call_main``: a CPU run's ``nccl`` backend becomes ``gloo``.
 
@@ -252,14 +200,7 @@ def cpu_backend_call_main(call_main):
     return wrapped
 
 
-def fix_cpu_backend():
-    """Fix 4 (fairseq 0.12.3): ``gloo`` instead of the default ``nccl`` for CPU runs."""
-    from fairseq.distributed import utils as distributed_utils
-
-    _patch(distributed_utils, "call_main", cpu_backend_call_main)
-
-
-# --------------------------------------------------------------------------- 5. spawn on CPU
+# --------------------------------------------------------------------------- spawn on CPU
 def _free_port():
     import socket
 
@@ -317,14 +258,7 @@ def cpu_spawn_call_main(call_main):
     return wrapped
 
 
-def fix_cpu_spawn():
-    """Fix 5 (fairseq 0.12.3): fairseq's own spawn (``--distributed-world-size N``) on CPU."""
-    from fairseq.distributed import utils as distributed_utils
-
-    _patch(distributed_utils, "call_main", cpu_spawn_call_main)
-
-
-# --------------------------------------------------------------------------- 6. DDP on CPU
+# --------------------------------------------------------------------------- DDP on CPU
 def cpu_ddp_class(ddp_class):
     """A subclass of torch's ``DistributedDataParallel`` that drops ``device_ids`` and
     ``output_device`` for a module whose parameters are on CPU (torch accepts them for
@@ -343,14 +277,7 @@ def cpu_ddp_class(ddp_class):
     return CpuCapableDistributedDataParallel
 
 
-def fix_cpu_ddp():
-    """Fix 6 (fairseq 0.12.3): the default ``--ddp-backend pytorch_ddp`` trains CPU modules."""
-    from fairseq.models import distributed_fairseq_model
-
-    _patch(distributed_fairseq_model, "DistributedDataParallel", cpu_ddp_class)
-
-
-# --------------------------------------------------------------------------- 7. frozen modules
+# --------------------------------------------------------------------------- frozen modules
 def skip_frozen_distributed_wrapper(distributed_fairseq_model):
     """Wrap ``fairseq.models.DistributedFairseqModel``: a module none of whose parameters
     requires a gradient is returned as it is, moved to the device (torch's DDP raises on such a
@@ -366,14 +293,7 @@ def skip_frozen_distributed_wrapper(distributed_fairseq_model):
     return wrapped
 
 
-def fix_frozen_ddp():
-    """Fix 7 (fairseq 0.12.3): frozen criterions (or models) under distributed training."""
-    from fairseq import models
-
-    _patch(models, "DistributedFairseqModel", skip_frozen_distributed_wrapper)
-
-
-# --------------------------------------------------------------------------- 8. bf16
+# --------------------------------------------------------------------------- bf16
 def bf16_without_tpu(parse_args_and_arch):
     """Wrap ``options.parse_args_and_arch``: ``--bf16`` no longer implies ``--tpu``.
 
@@ -394,14 +314,7 @@ def bf16_without_tpu(parse_args_and_arch):
     return wrapped
 
 
-def fix_bf16_without_tpu():
-    """Fix 8 (fairseq 0.12.3): ``--bf16`` trains on CPU and GPUs."""
-    from fairseq import options
-
-    _patch(options, "parse_args_and_arch", bf16_without_tpu)
-
-
-# --------------------------------------------------------------------------- 9. all_gather_list
+# --------------------------------------------------------------------------- all_gather_list
 def cpu_all_gather_list(all_gather_list):
     """Wrap ``distributed_utils.all_gather_list`` so that gloo (CPU) groups work: the same
     encoding (a 4-byte length and a pickle per rank in one byte buffer, summed with
@@ -440,14 +353,7 @@ def cpu_all_gather_list(all_gather_list):
     return wrapped
 
 
-def fix_all_gather_list_on_cpu():
-    """Fix 9 (fairseq 0.12.3): ``all_gather_list`` over gloo."""
-    from fairseq.distributed import utils as distributed_utils
-
-    _patch(distributed_utils, "all_gather_list", cpu_all_gather_list)
-
-
-# --------------------------------------------------------------------------- 10. resume
+# --------------------------------------------------------------------------- resume
 def trusted_broadcast_receive(broadcast_object_slow):
     """Wrap ``distributed_utils._broadcast_object_slow`` (how rank 0 hands the resumed state to
     the other ranks): the receiving side unpickles with ``weights_only=False``.
@@ -475,35 +381,311 @@ def trusted_broadcast_receive(broadcast_object_slow):
     return wrapped
 
 
-def fix_resume_broadcast():
-    """Fix 10 (fairseq 0.12.3 on torch >= 2.6): distributed runs resume."""
-    from fairseq.distributed import utils as distributed_utils
+# --------------------------------------------------------------------------- the table
+#: The fairseq (and torch) on which every fix was measured.
+MEASURED_ON = "ve-fairseq 0.12.3 (fairseq 0.12), torch 2.13"
 
-    _patch(distributed_utils, "_broadcast_object_slow", trusted_broadcast_receive)
-
-
-def fix_dropped_last_batch():
-    """Fix 2 (fairseq 0.12.3): :func:`keep_last_batch` on ``data_utils.batch_by_size``."""
-    from fairseq.data import data_utils
-
-    data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)
+#: Attributes marking a replaced object: the fix that made it, and what it replaced.
+_FIX_MARK, _REPLACED = "_fairseq_ext_fix", "_fairseq_ext_replaced"
 
 
-#: The fixes :func:`install` applies, in order (fix 1 is installed per task, in ``build_generator``).
+@dataclass(frozen=True)
+class Fix:
+    """One row of :data:`FIXES`.
+
+    A process-wide fix names its ``target`` (``"module:attribute"`` of fairseq) and ``wrap``,
+    which turns the object found there into its replacement (a new object on every call). A
+    per-task fix has no target; ``function`` is what tasks and models call. A fix with
+    neither defines :meth:`apply`/:meth:`undo` itself (:class:`AllowlistFix`).
+    """
+
+    name: str
+    fixes: str
+    why: str
+    target: Optional[str] = None
+    wrap: Optional[Callable] = None
+    function: Optional[Callable] = None
+    applied_by: str = "install()"
+    fairseq: str = MEASURED_ON
+
+    @property
+    def process_wide(self):
+        return self.function is None
+
+    def _owner(self):
+        if self.target is None:
+            raise TypeError(f"{self.name} is applied per task, not process-wide: {self.applied_by} calls "
+                            f"{self.function.__name__}")
+        module, attribute = self.target.split(":")
+        return importlib.import_module(module), attribute
+
+    def layers(self):
+        """Names of the fixes stacked on the target, outermost first."""
+        owner, attribute = self._owner()
+        return replacement_layers(getattr(owner, attribute))
+
+    def is_applied(self):
+        return self.name in self.layers()
+
+    def apply(self):
+        """Put the fix in place (nothing happens if it is)."""
+        if self.is_applied():
+            return
+        owner, attribute = self._owner()
+        current = getattr(owner, attribute)
+        replacement = self.wrap(current)
+        setattr(replacement, _FIX_MARK, self.name)
+        setattr(replacement, _REPLACED, current)
+        setattr(owner, attribute, replacement)
+
+    def undo(self):
+        """Put back what the fix replaced; fixes stacked above it stay applied."""
+        owner, attribute = self._owner()
+        above, layer = [], getattr(owner, attribute)
+        while getattr(layer, _FIX_MARK, None) not in (None, self.name):
+            above.append(FIXES_BY_NAME[getattr(layer, _FIX_MARK)])
+            layer = getattr(layer, _REPLACED)
+        if getattr(layer, _FIX_MARK, None) != self.name:
+            return  # not applied
+        setattr(owner, attribute, getattr(layer, _REPLACED))
+        for fix in reversed(above):
+            fix.apply()
+
+
+def replacement_layers(value):
+    """Names of the fixes that replaced ``value`` and what it replaced, outermost first."""
+    names = []
+    while getattr(value, _FIX_MARK, None) is not None:
+        names.append(getattr(value, _FIX_MARK))
+        value = getattr(value, _REPLACED)
+    return names
+
+
+def original(value):
+    """The object under every fix that replaced ``value`` (fairseq's own)."""
+    while getattr(value, _FIX_MARK, None) is not None:
+        value = getattr(value, _REPLACED)
+    return value
+
+
+def replaced_by(function):
+    """A ``wrap`` for a fix that replaces fairseq's function by ``function`` outright."""
+
+    def wrap(_fairseq_function):
+        @functools.wraps(function)
+        def replacement(*args, **kwargs):
+            return function(*args, **kwargs)
+
+        return replacement
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class AllowlistFix(Fix):
+    """Adds ``types`` to torch's process-wide ``weights_only`` allowlist; undo removes them."""
+
+    types: tuple = ()
+
+    def is_applied(self):
+        return all(t in torch.serialization.get_safe_globals() for t in self.types)
+
+    def apply(self):
+        present = torch.serialization.get_safe_globals()
+        torch.serialization.add_safe_globals([t for t in self.types if t not in present])
+
+    def undo(self):
+        _set_allowlist([g for g in torch.serialization.get_safe_globals() if g not in self.types])
+
+
+def _set_allowlist(entries):
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(list(entries))
+
+
+def _checkpoint_module():
+    from . import checkpoint
+
+    return checkpoint
+
+
+def _safe_checkpoint_loader(_fairseq_function):
+    return replaced_by(_checkpoint_module().load_checkpoint_to_cpu)(_fairseq_function)
+
+
+def _safe_ema_loader(_fairseq_function):
+    return replaced_by(_checkpoint_module().load_ema_from_checkpoint)(_fairseq_function)
+
+
+#: Every fix, in the order :func:`install` applies them (and :func:`uninstall` undoes them
+#: backwards). Process-wide fixes on one attribute stack: the later one is the outer layer.
 FIXES = (
-    fix_dropped_last_batch,
-    fix_torchrun_launch,
-    fix_cpu_spawn,
-    fix_cpu_backend,  # after fix_cpu_spawn: the outer call_main picks gloo before any spawn
-    fix_cpu_ddp,
-    fix_frozen_ddp,
-    fix_bf16_without_tpu,
-    fix_all_gather_list_on_cpu,
-    fix_resume_broadcast,
+    AllowlistFix(
+        "checkpoint_types_allowlisted",
+        fixes="torch >= 2.6 reads fairseq checkpoints with weights_only=True and refuses them",
+        why="fairseq pickles an argparse.Namespace (cfg.model of legacy models, args) into every "
+            "checkpoint; it is data, allowlisted (fairseq_ext.checkpoint.FAIRSEQ_CHECKPOINT_GLOBALS)",
+        types=(argparse.Namespace,),
+        fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "safe_checkpoint_loading",
+        fixes="fairseq-train resume, --finetune-from-model, fairseq-generate/-interactive and the hub "
+              "could not read checkpoints (weights_only=True), or, told to, ran code from them",
+        why="checkpoint_utils.load_checkpoint_to_cpu calls torch.load without weights_only and then "
+            "eval()s config strings; fairseq_ext.checkpoint.load_checkpoint_to_cpu reads with "
+            "weights_only=True, refuses non-literal eval fields and renames old flags",
+        target="fairseq.checkpoint_utils:load_checkpoint_to_cpu",
+        wrap=_safe_checkpoint_loader,
+        fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "safe_ema_loading",
+        fixes="--ema-seed-model could not read a checkpoint under weights_only=True",
+        why="checkpoint_utils.load_ema_from_checkpoint calls torch.load itself",
+        target="fairseq.checkpoint_utils:load_ema_from_checkpoint",
+        wrap=_safe_ema_loader,
+        fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "keep_last_batch",
+        fixes="the last batch was dropped: fairseq-generate on 12 documents printed 8 hypotheses, "
+              "training skipped up to 7 examples an epoch, silently",
+        why="data_utils.batch_by_size drops a final batch whose size is not a multiple of "
+            "--required-batch-size-multiple (default 8); fairseq 0.12.2 kept it",
+        target="fairseq.data.data_utils:batch_by_size",
+        wrap=keep_last_batch,
+    ),
+    Fix(
+        "torchrun_launch",
+        fixes="under torchrun every process trained its own world-size-1 job, all writing one "
+              "--save-dir; with --distributed-world-size given, rank % cuda.device_count() divided "
+              "by zero on CPU",
+        why="infer_init_method reads torchrun's variables only when the world size is not 1, and "
+            "its default is torch.cuda.device_count(): 1 on CPU",
+        target="fairseq.distributed.utils:infer_init_method",
+        wrap=torchrun_infer_init_method,
+    ),
+    Fix(
+        "cpu_spawn",
+        fixes="--distributed-world-size N --cpu asserted 'world size is N but have 0 available devices'",
+        why="call_main spawns min(torch.cuda.device_count(), N) processes, none on CPU",
+        target="fairseq.distributed.utils:call_main",
+        wrap=cpu_spawn_call_main,
+    ),
+    Fix(
+        "gloo_on_cpu",
+        fixes="CPU runs asked for the nccl backend, which CPU builds of torch do not have",
+        why="--distributed-backend defaults to nccl; applied after cpu_spawn, so the outer "
+            "call_main picks gloo before any spawn",
+        target="fairseq.distributed.utils:call_main",
+        wrap=cpu_backend_call_main,
+    ),
+    Fix(
+        "cpu_ddp",
+        fixes="--ddp-backend pytorch_ddp (the default) failed for CPU modules",
+        why="DistributedDataParallel is given device_ids=[device_id] even on CPU, which torch refuses",
+        target="fairseq.models.distributed_fairseq_model:DistributedDataParallel",
+        wrap=cpu_ddp_class,
+    ),
+    Fix(
+        "frozen_ddp",
+        fixes="a criterion (or model) with parameters but none to train, such as BART-LS's scorer "
+              "under --freeze-scorer, stopped distributed training",
+        why="DistributedFairseqModel wraps it in DistributedDataParallel, which refuses a module "
+            "without trainable parameters",
+        target="fairseq.models:DistributedFairseqModel",
+        wrap=skip_frozen_distributed_wrapper,
+    ),
+    Fix(
+        "bf16_without_tpu",
+        fixes="--bf16 failed on CPU and GPUs (it looked for torch_xla)",
+        why="options.parse_args_and_arch sets args.tpu = True whenever --bf16 is given",
+        target="fairseq.options:parse_args_and_arch",
+        wrap=bf16_without_tpu,
+    ),
+    Fix(
+        "all_gather_list_on_cpu",
+        fixes="logging outputs that cannot be summed failed to gather in every CPU (gloo) job",
+        why="distributed_utils.all_gather_list allocates its buffer with torch.cuda.ByteTensor and "
+            "pinned memory",
+        target="fairseq.distributed.utils:all_gather_list",
+        wrap=cpu_all_gather_list,
+    ),
+    Fix(
+        "resume_broadcast",
+        fixes="a distributed run could not resume (CPU and GPUs alike)",
+        why="rank 0 sends the state it read to the other ranks, which unpickle it with torch's "
+            "weights_only=True default and refuse the omegaconf config inside",
+        target="fairseq.distributed.utils:_broadcast_object_slow",
+        wrap=trusted_broadcast_receive,
+        fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "prefix_ngram_blocking",
+        fixes="--no-repeat-ngram-size banned nothing on CPU",
+        why="SequenceGenerator hands NGramRepeatBlock the whole token buffer, and its Python path "
+            "(no CUDA extension) reads the n-gram from the buffer's end, still padding "
+            "(PrefixNGramRepeatBlock)",
+        function=fix_ngram_blocking,
+        applied_by="AbstractiveSummarizationTask.build_generator (every task derived from it)",
+    ),
+    Fix(
+        "decoder_beam_size",
+        fixes="a generator with beam 1 built after one with a larger beam (the hub builds one per "
+              "call) crashed in BART's beamable encoder-decoder attention",
+        why="EnsembleModel.set_decoder_beam_size tells the model its beam only when it is above 1",
+        function=fix_decoder_beam_size,
+        applied_by="AbstractiveSummarizationTask.build_generator (every task derived from it)",
+    ),
+    Fix(
+        "boolean_flags_on_by_default",
+        fixes="a boolean flag that defaults to on turned it off: --truncate-source stopped "
+              "truncation, --share-all-embeddings unshared",
+        why="gen_parser_from_dataclass makes a bool field defaulting to True a store_false flag of "
+            "the same name; add_dataclass_args registers --x (on) and --no-x (off)",
+        function=add_dataclass_args,
+        applied_by="add_args of the plugin's tasks and dataclass models",
+    ),
 )
+
+#: :data:`FIXES` by name.
+FIXES_BY_NAME = {fix.name: fix for fix in FIXES}
+
+#: The fixes :func:`install` applies.
+PROCESS_WIDE = tuple(fix for fix in FIXES if fix.process_wide)
 
 
 def install():
-    """Apply every fix in :data:`FIXES` (idempotent: importing the plugin twice changes nothing)."""
-    for fix in FIXES:
-        fix()
+    """Apply every process-wide fix (idempotent: importing the plugin twice changes nothing)."""
+    for fix in PROCESS_WIDE:
+        fix.apply()
+
+
+def uninstall():
+    """Undo every process-wide fix: fairseq's own objects are back in place."""
+    for fix in reversed(PROCESS_WIDE):
+        fix.undo()
+
+
+@contextlib.contextmanager
+def unchanged():
+    """Put back, on exit, every object the process-wide fixes replace, and torch's allowlist,
+    exactly as they were on entry (the very objects), whatever the block applied or undid."""
+    targets = {fix.target: fix._owner() for fix in PROCESS_WIDE if fix.target}
+    saved = {target: getattr(owner, attribute) for target, (owner, attribute) in targets.items()}
+    allowlist = torch.serialization.get_safe_globals()
+    try:
+        yield
+    finally:
+        for target, (owner, attribute) in targets.items():
+            setattr(owner, attribute, saved[target])
+        _set_allowlist(allowlist)
+
+
+@contextlib.contextmanager
+def applied():
+    """Every process-wide fix in place for a ``with`` block, as it was afterwards."""
+    with unchanged():
+        install()
+        yield

@@ -12,7 +12,7 @@ from fairseq.data import Dictionary
 from fairseq.data.language_pair_dataset import collate
 
 import user_dir  # noqa: F401
-from fairseq_ext.bart_ls.noising import corrupt_spans
+from fairseq_ext.noising.spans import corrupt_spans
 from user_dir.criterions.bart_ls_model_based_denoising import ModelBasedDenoisingCriterion
 from user_dir.models.bart_ls import BartLSModel, bart_ls_tiny_architecture
 
@@ -58,7 +58,7 @@ def expected_loss(task, model, sample, sentinels):
     for row in range(2):
         real = sample["tokens"][row].ne(dictionary.pad())
         source, target = corrupt_spans(sample["tokens"][row][real], sample["candidates"][row][real],
-                                       torch.tensor(sentinels), dictionary.bos(), dictionary.eos())
+                                       torch.tensor(sentinels), dictionary.eos(), bos=dictionary.bos())
         rows.append({"id": row, "source": source, "target": target})
     batch = collate(rows, dictionary.pad(), dictionary.eos(), left_pad_source=True, left_pad_target=False)
     lprobs = model.get_normalized_probs(model(**batch["net_input"]), log_probs=True)

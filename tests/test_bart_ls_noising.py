@@ -1,69 +1,21 @@
-"""BART-LS span corruption, document concatenation and model-based span selection."""
+"""BART-LS document concatenation, its span-corruption datasets and model-based span selection
+(the span corruption itself: tests/test_noising.py)."""
 
 import numpy as np
 import pytest
 import torch
 
-from fairseq.data import ListDataset
+from fairseq.data import Dictionary, ListDataset
 
-from fairseq_ext.bart_ls.data import ConcatenatedDocumentsDataset, document_line_ranges
-from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, select_hardest_spans, span_mean_losses
-from fairseq_ext.bart_ls.noising import (
-    corrupt_spans,
-    corrupted_lengths,
-    noise_counts,
-    random_spans_noise_mask,
-    span_ids,
+from fairseq_ext.bart_ls.data import (
+    CandidateSpansDataset,
+    ConcatenatedDocumentsDataset,
+    SpanCorruptionDataset,
+    document_line_ranges,
 )
+from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, select_hardest_spans, span_mean_losses
 
 BOS, EOS = 0, 2
-
-
-def test_corrupt_spans_picture():
-    body = torch.tensor([10, 11, 12, 13, 14, 15, 16, 17])  # a b c d e f g h
-    noise = torch.tensor([0, 0, 1, 1, 0, 0, 1, 0], dtype=torch.bool)
-    source, target = corrupt_spans(body, noise, torch.tensor([100, 101]), BOS, EOS)
-    assert source.tolist() == [BOS, 10, 11, 100, 14, 15, 101, 17, EOS]
-    assert target.tolist() == [BOS, 100, 12, 13, 101, 16, EOS]
-
-
-def test_sentinels_are_reused_cyclically():
-    body = torch.arange(10, 16)
-    noise = torch.tensor([1, 0, 1, 0, 1, 0], dtype=torch.bool)
-    source, target = corrupt_spans(body, noise, torch.tensor([100, 101]), BOS, EOS)
-    assert source.tolist() == [BOS, 100, 11, 101, 13, 100, 15, EOS]
-    assert target.tolist() == [BOS, 100, 10, 101, 12, 100, 14, EOS]
-
-
-@pytest.mark.parametrize("length,density,mean", [(8190, 0.0625, 3.0), (500, 0.0625, 12.0), (37, 0.3125, 3.0)])
-def test_noise_mask_counts_and_lengths(length, density, mean):
-    gen = torch.Generator().manual_seed(0)
-    mask = random_spans_noise_mask(length, density, mean, gen)
-    num_noise, num_spans = noise_counts(length, density, mean)
-    assert int(mask.sum()) == num_noise
-    assert int(span_ids(mask).max()) + 1 == num_spans
-    assert not mask[0]  # a clean span comes first
-    source, target = corrupt_spans(torch.arange(length) + 10, mask, torch.arange(100, 108), BOS, EOS)
-    src_len, tgt_len = corrupted_lengths(length, density, mean)
-    assert (len(source), len(target)) == (int(src_len), int(tgt_len))
-
-
-def test_reconstruction_from_source_and_target():
-    """Filling each sentinel of the source with its span from the target gives the body back."""
-    gen = torch.Generator().manual_seed(3)
-    body = torch.randint(10, 90, (200,), generator=gen)
-    mask = random_spans_noise_mask(200, 0.15, 3.0, gen)
-    sentinels = torch.arange(1000, 1100)
-    source, target = corrupt_spans(body, mask, sentinels, BOS, EOS)
-    spans, current = {}, None
-    for tok in target[1:-1].tolist():
-        if tok >= 1000:
-            current = tok
-            spans[current] = []
-        else:
-            spans[current].append(tok)
-    rebuilt = [t for tok in source[1:-1].tolist() for t in (spans[tok] if tok >= 1000 else [tok])]
-    assert rebuilt == body.tolist()
 
 
 def test_document_line_ranges():
@@ -106,11 +58,6 @@ def test_scorer_is_local_and_padding_invariant():
         scorer(torch.randint(4, 30, (1, 65)))
 
 
-def test_corrupted_lengths_vectorized():
-    src, tgt = corrupted_lengths(np.array([100, 1000]), 0.0625, np.array([3.0, 12.0]))
-    assert src.tolist() == [100 - 6 + 2 + 2, 1000 - 62 + 5 + 2] and tgt.tolist() == [6 + 2 + 2, 62 + 5 + 2]
-
-
 def make_lines():
     """Three documents of lines (each line ends with </s> = 2), blank lines between them."""
     docs = [[[10, 11, 12], [13, 14]], [[20, 21, 22, 23]], [[30], [31, 32, 33], [34]]]
@@ -146,3 +93,35 @@ def test_too_short_last_body_is_dropped():
     assert bodies.sizes.tolist() == [13]  # a 1-token remainder cannot be corrupted
     with pytest.raises(ValueError, match="not one body"):
         ConcatenatedDocumentsDataset(ListDataset([torch.tensor([5, EOS])], np.array([2])), EOS, 8, seed=0)
+
+
+def test_span_corruption_dataset_sizes_and_seeding():
+    """Sizes known before any draw match the items; an epoch's noise is the same on every read
+    and changes with the epoch (dynamic span lengths included); validation keeps epoch 1's."""
+    d = Dictionary()
+    for i in range(40):
+        d.add_symbol(f"w{i}")
+    sentinels = [d.add_symbol(f"<sentinel_{i}>") for i in range(8)]
+    bodies = ListDataset([torch.randint(4, 44, (n,), generator=torch.Generator().manual_seed(n))
+                          for n in (2, 9, 40, 77)], np.array([2, 9, 40, 77]))
+    for span_lengths in (None, [1.0, 2.0, 4.0]):
+        data = SpanCorruptionDataset(bodies, d, sentinels, 0.3, 3.0, seed=5, span_lengths=span_lengths)
+        items = [data[i] for i in range(len(data))]
+        for i, item in enumerate(items):
+            assert (len(item["source"]), len(item["target"])) == data.size(i)
+            assert item["source"][0] == d.bos() and item["target"][-1] == d.eos()
+            assert torch.equal(item["source"], data[i]["source"])
+        data.set_epoch(2)
+        assert any(not torch.equal(item["source"], data[i]["source"]) for i, item in enumerate(items))
+        for i in range(len(data)):
+            assert (len(data[i]["source"]), len(data[i]["target"])) == data.size(i)
+        fixed = SpanCorruptionDataset(bodies, d, sentinels, 0.3, 3.0, seed=5, vary_with_epoch=False)
+        first = [fixed[i]["source"] for i in range(len(fixed))]
+        fixed.set_epoch(3)
+        assert all(torch.equal(a, fixed[i]["source"]) for i, a in enumerate(first))
+    candidates = CandidateSpansDataset(bodies, d, 0.5, 2.0, seed=5, noise_density=0.1)
+    assert all(int(candidates[i]["candidates"].sum()) == round(0.5 * n) for i, n in enumerate((2, 9, 40, 77)))
+    assert torch.equal(candidates[3]["candidates"], candidates[3]["candidates"])
+    state = torch.get_rng_state()  # the noise has its own seeded generators
+    data[3], candidates[3], data.set_epoch(4)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -198,8 +198,8 @@ def test_fairseq_types_load_with_weights_only(tmp_path):
 
 
 def test_fairseq_reads_through_the_safe_loader():
-    assert checkpoint_utils.load_checkpoint_to_cpu is checkpoint.load_checkpoint_to_cpu
-    assert checkpoint_utils.load_ema_from_checkpoint is checkpoint.load_ema_from_checkpoint
+    assert checkpoint_utils.load_checkpoint_to_cpu.__wrapped__ is checkpoint.load_checkpoint_to_cpu
+    assert checkpoint_utils.load_ema_from_checkpoint.__wrapped__ is checkpoint.load_ema_from_checkpoint
 
 
 def test_ema_seed_model_loads_the_ema_weights_in_fp32(tmp_path, sentinel):

@@ -1,5 +1,5 @@
-"""The fairseq 0.12.3 fixes for distributed training and bf16 (fixes 3-9 of
-:mod:`fairseq_ext.fairseq_fixes`), one by one, each against fairseq's own function (kept as
+"""The fairseq 0.12.3 fixes for distributed training and bf16 (entries of
+:data:`fairseq_ext.fairseq_fixes.FIXES`), one by one, each against fairseq's own function (kept as
 ``__wrapped__``) to show the failure it removes. Whole training runs are in
 ``test_distributed_e2e.py``."""
 
@@ -51,15 +51,12 @@ def gloo_group(tmp_path):
 def test_install_is_idempotent_and_every_fix_is_in_place():
     fairseq_fixes.install()
     fairseq_fixes.install()
-    layers, function = [], distributed_utils.call_main
-    while hasattr(function, "__wrapped__"):
-        layers.append(function._fairseq_ext_fix)
-        function = function.__wrapped__
-    assert layers == ["cpu_backend_call_main", "cpu_spawn_call_main"]  # gloo is chosen before a spawn
-    assert distributed_utils.infer_init_method._fairseq_ext_fix == "torchrun_infer_init_method"
-    assert distributed_utils.all_gather_list._fairseq_ext_fix == "cpu_all_gather_list"
-    assert distributed_fairseq_model.DistributedDataParallel._fairseq_ext_fix == "cpu_ddp_class"
-    assert options.parse_args_and_arch._fairseq_ext_fix == "bf16_without_tpu"
+    layers = fairseq_fixes.replacement_layers
+    assert layers(distributed_utils.call_main) == ["gloo_on_cpu", "cpu_spawn"]  # gloo is chosen before a spawn
+    assert layers(distributed_utils.infer_init_method) == ["torchrun_launch"]
+    assert layers(distributed_utils.all_gather_list) == ["all_gather_list_on_cpu"]
+    assert layers(distributed_fairseq_model.DistributedDataParallel) == ["cpu_ddp"]
+    assert layers(options.parse_args_and_arch) == ["bf16_without_tpu"]
 
 
 def test_fixes_are_in_place_before_fairseq_parses_and_launches():
@@ -75,7 +72,7 @@ def test_fixes_are_in_place_before_fairseq_parses_and_launches():
         "d.infer_init_method._fairseq_ext_fix)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["bf16_without_tpu", "cpu_backend_call_main", "torchrun_infer_init_method"]
+    assert out.stdout.split() == ["bf16_without_tpu", "gloo_on_cpu", "torchrun_launch"]
 
 
 # ----------------------------------------------------------------------------- 3. torchrun

@@ -1,10 +1,10 @@
-"""s2s-ft attention masks, checked cell by cell against Figure 2 of the paper, and noising."""
+"""s2s-ft attention masks, checked cell by cell against Figure 2 of the paper (the noise:
+tests/test_noising.py)."""
 
 import pytest
 import torch
 
 from fairseq_ext.s2s_ft.masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
-from fairseq_ext.s2s_ft.noising import bert_noise, noise_tokens, select_tokens
 
 
 def picture(rows):
@@ -65,31 +65,3 @@ def test_decode_step_mask_is_a_slice_of_the_pseudo_mask(source, step):
     assert torch.equal(decode_step_mask(source + step - 1, True), expected)
     first = pseudo_masked_attention_mask(source, 1)[[source + 1]][:, list(range(source)) + [source + 1]]
     assert torch.equal(decode_step_mask(source, False), first)
-
-
-def test_noise_80_10_10_and_eligibility():
-    gen = torch.Generator().manual_seed(0)
-    tokens = torch.randint(10, 100, (64, 128), generator=gen)
-    eligible = torch.ones_like(tokens, dtype=torch.bool)
-    eligible[:, :8] = False
-    noised, selected = noise_tokens(tokens, eligible, 0.5, mask_idx=5, vocab_low=10, vocab_high=100, generator=gen)
-    assert not selected[:, :8].any() and torch.equal(noised[:, :8], tokens[:, :8])
-    assert torch.equal(noised[~selected], tokens[~selected])
-    rate = selected[:, 8:].float().mean().item()
-    assert abs(rate - 0.5) < 0.02
-    masked = (noised == 5) & selected
-    changed = (noised != tokens) & (noised != 5) & selected
-    assert abs(masked.sum().item() / selected.sum().item() - 0.8) < 0.02
-    # random replacements are 10%, minus the 1/90 that draw the original token again
-    assert abs(changed.sum().item() / selected.sum().item() - 0.1 * 89 / 90) < 0.015
-    assert noised.min() >= 5 and noised.max() < 100
-
-
-def test_select_at_least_one_and_errors():
-    eligible = torch.tensor([[True, True, False], [False, False, False]])
-    selected = select_tokens(eligible, 0.0, at_least_one=True)
-    assert selected[0].sum() == 1 and not selected[0, 2] and not selected[1].any()
-    with pytest.raises(ValueError):
-        select_tokens(eligible, 1.5)
-    with pytest.raises(ValueError):
-        bert_noise(torch.zeros(1, 2, dtype=torch.long), eligible[:1, :2], 1, 0, 4, mask_ratio=0.9, random_ratio=0.2)

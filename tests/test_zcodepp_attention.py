@@ -57,7 +57,7 @@ def hf_config(**overrides):
 def build_encoder(fie_chunk_size=0, fie_global_layers=1, layers=LAYERS, **options):
     args = Namespace(
         encoder_embed_dim=DIM, encoder_ffn_embed_dim=FFN, encoder_layers=layers, encoder_attention_heads=HEADS,
-        rel_pos_buckets=BUCKETS, max_relative_positions=MAX_DISTANCE, dropout=0.0, attention_dropout=0.0,
+        relative_buckets=BUCKETS, relative_max_distance=MAX_DISTANCE, dropout=0.0, attention_dropout=0.0,
         fie_chunk_size=fie_chunk_size, fie_global_layers=fie_global_layers, encoder_layer_norm_eps=1e-5,
     )
     for name, value in options.items():

@@ -47,14 +47,14 @@ def test_c2p_only_has_the_parameters_of_a_supported_model():
 
 def test_released_v3_options():
     options = encoder_options(hf_config(**PARITY_CONFIGS["v3"]))
-    assert options["rel_pos_buckets"] == 256 and options["max_relative_positions"] == 512
+    assert options["relative_buckets"] == 256 and options["relative_max_distance"] == 512
     assert options["encoder_layer_norm_eps"] == 1e-7 and options["activation_fn"] == "gelu"
     assert encoder_options(hf_config(hidden_act="gelu_new"))["activation_fn"] == "gelu_accurate"
 
 
 @pytest.mark.parametrize(
     "option,value,flag",
-    [("max_relative_positions", 64, "--max-relative-positions"),
+    [("relative_max_distance", 64, "--relative-max-distance"),
      ("encoder_layer_norm_eps", 1e-7, "--encoder-layer-norm-eps"),
      ("activation_fn", "gelu_accurate", "--activation-fn"),
      ("encoder_attention_heads", 2, "--encoder-attention-heads")],
@@ -74,9 +74,9 @@ def test_cli_reads_config_json_and_writes_flags(tmp_path):
     flags = (tmp_path / "out" / "args.txt").read_text().split()
     options = dict(zip(flags[::2], flags[1::2]))
     assert options["--arch"] == "zcodepp_base"
-    assert options["--rel-pos-buckets"] == "8" and options["--max-relative-positions"] == "40"
+    assert options["--relative-buckets"] == "8" and options["--relative-max-distance"] == "40"
     assert options["--encoder-layer-norm-eps"] == "0.001" and options["--activation-fn"] == "gelu_accurate"
-    encoder = build_encoder(rel_pos_buckets=8, max_relative_positions=40, encoder_layer_norm_eps=1e-3,
+    encoder = build_encoder(relative_buckets=8, relative_max_distance=40, encoder_layer_norm_eps=1e-3,
                             activation_fn="gelu_accurate")
     checkpoint_utils.load_pretrained_component_from_model(encoder, str(path))  # fairseq's own partial load
     tokens = random_tokens([50, 3], generator=torch.Generator().manual_seed(2))

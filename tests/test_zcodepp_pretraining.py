@@ -1,5 +1,5 @@
-"""Z-Code++ phase one: corruptions, the pre-training dataset, GDES gradients and export,
-the joint criterion, and grounded-pre-training instructions."""
+"""Z-Code++ phase one: the pre-training dataset, GDES gradients and export, the joint
+criterion, and grounded-pre-training instructions (the corruptions: tests/test_noising.py)."""
 
 from argparse import Namespace
 
@@ -11,13 +11,6 @@ from fairseq.data import Dictionary, ListDataset
 import user_dir  # noqa: F401  (registers zcodepp)
 from fairseq_ext.zcodepp.gdes import fold_gdes_state_dict
 from fairseq_ext.zcodepp.instructions import PAPER_TEMPLATES, InstructionDataset, load_templates
-from fairseq_ext.zcodepp.noising import (
-    corrupt_spans,
-    mlm_mask,
-    random_spans_noise_mask,
-    sample_replacements,
-    span_count,
-)
 from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
 from user_dir.criterions.zcodepp_joint import ZCodeppJointCriterion
 from user_dir.interfaces import ReplacedTokenDetectionTask
@@ -67,53 +60,6 @@ def pretraining_batch(vocab, lengths=(30, 22, 17), epoch=1):
     dataset = ZCodeppPretrainingDataset(data, data.sizes, d, mask, sentinels, max_tokens=64, seed=3)
     dataset.set_epoch(epoch)
     return dataset, dataset.collater([dataset[i] for i in range(len(dataset))])
-
-
-# ---------------------------------------------------------------- corruptions
-@pytest.mark.parametrize("length", [2, 3, 10, 57, 512])
-def test_span_mask_density_and_spans(length):
-    rng = np.random.default_rng(length)
-    mask = random_spans_noise_mask(length, 0.15, 3.0, rng)
-    assert mask.shape == (length,) and not mask[0]  # starts with a clean span
-    assert mask.sum() == min(max(round(length * 0.15), 1), length - 1)
-    starts = mask & ~np.concatenate([[False], mask[:-1]])
-    assert starts.sum() == span_count(length, 0.15, 3.0)
-
-
-def test_span_mask_average_length_is_three():
-    rng = np.random.default_rng(0)
-    lengths = []
-    for _ in range(200):
-        mask = random_spans_noise_mask(512, 0.15, 3.0, rng)
-        starts = mask & ~np.concatenate([[False], mask[:-1]])
-        lengths.append(mask.sum() / starts.sum())
-    assert abs(np.mean(lengths) - 3.0) < 0.1
-
-
-def test_corrupt_spans_round_trip():
-    tokens = torch.arange(100, 120)
-    mask = np.zeros(20, dtype=bool)
-    mask[[3, 4, 5, 11, 17, 18]] = True
-    source, target = corrupt_spans(tokens, mask, [7, 8, 9], eos=2)
-    assert source.tolist() == [100, 101, 102, 7, 106, 107, 108, 109, 110, 8, 112, 113, 114, 115, 116, 9, 119, 2]
-    assert target.tolist() == [7, 103, 104, 105, 8, 111, 9, 117, 118, 2]
-    with pytest.raises(ValueError, match="sentinels"):
-        corrupt_spans(tokens, mask, [7, 8], eos=2)
-
-
-def test_mlm_mask_picks_fifteen_percent_of_candidates():
-    candidates = np.ones(100, dtype=bool)
-    candidates[::10] = False  # e.g. sentence ends are never masked
-    mask = mlm_mask(candidates, 0.15, np.random.default_rng(0))
-    assert mask.sum() == round(0.15 * 90) and not (mask & ~candidates).any()
-
-
-def test_sampled_replacements_avoid_blocked_ids():
-    torch.manual_seed(0)
-    logits = torch.zeros(500, 10)
-    logits[:, 1] = 10.0  # pad is by far the most likely
-    draws = sample_replacements(logits, blocked_ids=[1, 4])
-    assert not draws.eq(1).any() and not draws.eq(4).any() and draws.unique().numel() == 8
 
 
 # ---------------------------------------------------------------- dataset
@@ -267,3 +213,30 @@ def test_templates_file(tmp_path):
     path.write_text("no tab here\n", encoding="utf-8")
     with pytest.raises(ValueError, match="corpus<TAB>instruction"):
         load_templates(path)
+
+
+def test_items_leave_the_global_random_state_alone(vocab):
+    """Corruptions draw from their own seeded generator: the training randomness fairseq seeds
+    (dropout, the generator's samples) must not depend on when items are read."""
+    dataset, _ = pretraining_batch(vocab)
+    state = torch.get_rng_state()
+    dataset[0]
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_task_refuses_fewer_sentinels_than_spans():
+    """Span corruption reuses sentinels cyclically; Z-Code++ refuses that at set-up instead."""
+    from user_dir.tasks.zcodepp_pretraining import ZCodeppPretrainingConfig, ZCodeppPretrainingTask
+
+    def task(num_sentinels):
+        d = Dictionary()
+        for i in range(WORDS):
+            d.add_symbol(f"w{i}")
+        cfg = ZCodeppPretrainingConfig(tokens_per_sample=200, noise_density=0.15, mean_span_length=3.0,
+                                       num_sentinels=num_sentinels, max_source_positions=256,
+                                       max_target_positions=256)
+        return ZCodeppPretrainingTask(cfg, d)
+
+    assert len(task(10).sentinels) == 10  # 200 tokens: 30 noise tokens in 10 spans
+    with pytest.raises(ValueError, match="up to 10 spans: --num-sentinels must be at least that"):
+        task(9)

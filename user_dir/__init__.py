@@ -1,17 +1,16 @@
 """The fairseq face of the plugin: ``--user-dir user_dir`` imports this package.
 
-Importing it makes fairseq's checkpoints load under torch's ``weights_only=True``, applies the
-fairseq 0.12.3 fixes of :mod:`fairseq_ext.fairseq_fixes` (the dropped last batch; torchrun,
-spawn, gloo and DDP on CPU; frozen modules under DDP; ``--bf16`` without ``--tpu``; resuming
-distributed runs), and registers the tasks, criterions, models and architectures below.
-fairseq-train imports this package before it parses arguments or starts processes, and
-processes it spawns import it again before they build a trainer.
+Importing it applies the process-wide fairseq 0.12.3 fixes of the table
+:data:`fairseq_ext.fairseq_fixes.FIXES` (checkpoints load under torch's ``weights_only=True``
+through the guarded loader; the dropped last batch; torchrun, spawn, gloo and DDP on CPU;
+frozen modules under DDP; ``--bf16`` without ``--tpu``; resuming distributed runs), and
+registers the tasks, criterions, models and architectures below. This is the one place that
+installs the fixes. fairseq-train imports this package before it parses arguments or starts
+processes, and processes it spawns import it again before they build a trainer.
 """
 
-from fairseq_ext import checkpoint as _checkpoint
 from fairseq_ext import fairseq_fixes as _fairseq_fixes
 
-_checkpoint.install()
 _fairseq_fixes.install()
 
 from . import criterions, models, tasks  # noqa: E402,F401  (registration side effects)

@@ -5,20 +5,24 @@ naturally long documents. :class:`ConcatenatedDocumentsDataset` shuffles the doc
 fairseq monolingual corpus (paragraph lines, a blank line between documents) every epoch,
 concatenates them and cuts the stream into bodies of ``block_tokens`` tokens.
 :class:`SpanCorruptionDataset` turns each body into a ``source``/``target`` pair
-(:mod:`.noising`); :class:`CandidateSpansDataset` gives the body and a dense candidate span
+(:mod:`fairseq_ext.noising.spans`); :class:`CandidateSpansDataset` gives the body and a dense candidate span
 mask for model-based denoising (the criterion picks the spans). With ``vary_with_epoch=False``
 (validation) the order and the noise stay those of epoch 1.
 """
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import FairseqDataset
 from fairseq.data.language_pair_dataset import collate
 
-from .noising import corrupt_spans, corrupted_lengths, dynamic_mean_span, random_spans_noise_mask
-
-#: the shortest body span corruption can cut (one clean and one noisy token)
-MIN_BODY_TOKENS = 2
+from ..noising.seeding import seeded_generator
+from ..noising.spans import (
+    MIN_BODY_TOKENS,
+    corrupt_spans,
+    corrupted_lengths,
+    dynamic_mean_span,
+    random_spans_noise_mask,
+)
 
 
 def document_line_ranges(sizes, separator_size=1):
@@ -121,8 +125,8 @@ class SpanCorruptionDataset(FairseqDataset):
         if hasattr(self.bodies, "set_epoch"):
             self.bodies.set_epoch(self.epoch)
         if self.span_lengths:
-            rng = np.random.default_rng((self.seed, epoch, 0))
-            self.mean_spans = dynamic_mean_span(self.span_lengths, len(self.bodies), rng)
+            generator = seeded_generator(self.seed, epoch, 0)
+            self.mean_spans = dynamic_mean_span(self.span_lengths, len(self.bodies), generator)
         else:
             self.mean_spans = np.full(len(self.bodies), float(self.mean_span_length))
         self.src_sizes, self.tgt_sizes = corrupted_lengths(self.bodies.sizes, self.noise_density, self.mean_spans)
@@ -139,11 +143,10 @@ class SpanCorruptionDataset(FairseqDataset):
         return self.src_sizes
 
     def __getitem__(self, index):
-        with data_utils.numpy_seed(self.seed, self.epoch, index):
-            generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
+        generator = seeded_generator(self.seed, self.epoch, index)
         body = self.bodies[index]
         mask = random_spans_noise_mask(len(body), self.noise_density, float(self.mean_spans[index]), generator)
-        source, target = corrupt_spans(body, mask, self.sentinel_ids, self.dictionary.bos(), self.dictionary.eos())
+        source, target = corrupt_spans(body, mask, self.sentinel_ids, self.dictionary.eos(), bos=self.dictionary.bos())
         return {"id": index, "source": source, "target": target}
 
     def collater(self, samples):
@@ -195,10 +198,9 @@ class CandidateSpansDataset(FairseqDataset):
         return self.bodies.sizes
 
     def __getitem__(self, index):
-        with data_utils.numpy_seed(self.seed, self.epoch, index):
-            generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
         body = self.bodies[index]
-        mask = random_spans_noise_mask(len(body), self.candidate_density, self.mean_span_length, generator)
+        mask = random_spans_noise_mask(len(body), self.candidate_density, self.mean_span_length,
+                                       seeded_generator(self.seed, self.epoch, index))
         return {"id": index, "tokens": body, "candidates": mask}
 
     def collater(self, samples):

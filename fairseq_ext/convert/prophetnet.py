@@ -39,7 +39,7 @@ VOCAB_FILES = ("prophetnet.tokenizer", "vocab.txt")
 SIZES = {"encoder_ffn_embed_dim": "encoder_ffn_dim", "decoder_ffn_embed_dim": "decoder_ffn_dim",
          "encoder_layers": "num_encoder_layers", "decoder_layers": "num_decoder_layers",
          "encoder_attention_heads": "num_encoder_attention_heads",
-         "decoder_attention_heads": "num_decoder_attention_heads", "ngram": "ngram", "num_buckets": "num_buckets",
+         "decoder_attention_heads": "num_decoder_attention_heads", "ngram": "ngram", "relative_buckets": "num_buckets",
          "relative_max_distance": "relative_max_distance"}
 
 

@@ -36,7 +36,7 @@ import torch
 from fairseq.data import Dictionary
 
 from ..data.wordpiece import BERT_NAMES, read_vocab, token_map
-from ..s2s_ft.model import MASK_SYMBOLS
+from ..noising.symbols import MASK, add_mask
 from ..s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig
 from . import validate
 from .embeddings import embedding_rows
@@ -49,8 +49,7 @@ ARCH = "s2s_ft"
 TASK, CRITERION = "s2s_ft_summarization", "s2s_ft"
 MODEL_TYPES = ("bert", "roberta")
 #: fairseq symbols -> RoBERTa tokens (fairseq's specials are RoBERTa's own)
-ROBERTA_NAMES = {"[MASK]": "<mask>"}
-ADDED_MASK = "<mask>"  # what the s2s_ft_summarization task appends to a dictionary without a mask
+ROBERTA_NAMES = {"[MASK]": MASK}
 VOCAB_FILES = ("vocab.txt", "vocab.json")
 PREFIXES = ("bert.", "roberta.")
 LAYER_NAMES = {
@@ -234,8 +233,7 @@ def task_dictionary(path):
     """The dictionary the ``s2s_ft_summarization`` task builds from ``path``: ``<mask>`` is
     appended when it has no mask token."""
     dictionary = Dictionary.load(str(path))
-    if not any(symbol in dictionary.indices for symbol in MASK_SYMBOLS):
-        dictionary.add_symbol(ADDED_MASK)
+    add_mask(dictionary)
     return dictionary
 
 

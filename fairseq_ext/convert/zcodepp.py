@@ -94,8 +94,8 @@ def encoder_options(config):
         "encoder_ffn_embed_dim": validate.value(config, "intermediate_size"),
         "encoder_layers": validate.value(config, "num_hidden_layers"),
         "encoder_attention_heads": heads,
-        "rel_pos_buckets": buckets,
-        "max_relative_positions": max_relative,
+        "relative_buckets": buckets,
+        "relative_max_distance": max_relative,
         "encoder_layer_norm_eps": config.get("layer_norm_eps", 1e-7),
         "activation_fn": validate.fairseq_activation(config, "hidden_act", default="gelu"),
     }
@@ -127,8 +127,8 @@ def deberta_v2_to_encoder_state(hf_state, config, prefix=""):
 
 #: encoder_options() field -> (ZCodeEncoder attribute path, fairseq flag)
 ENCODER_CHECKS = {
-    "rel_pos_buckets": ("rel_pos_buckets", "--rel-pos-buckets"),
-    "max_relative_positions": ("max_relative_positions", "--max-relative-positions"),
+    "relative_buckets": ("relative_buckets", "--relative-buckets"),
+    "relative_max_distance": ("relative_max_distance", "--relative-max-distance"),
     "encoder_layer_norm_eps": ("layer_norm_eps", "--encoder-layer-norm-eps"),
     "activation_fn": ("activation_fn_name", "--activation-fn"),
     "encoder_layers": ("num_layers", "--encoder-layers"),

@@ -21,12 +21,13 @@ from pathlib import Path
 import torch
 from fairseq.data import Dictionary
 
+from ..noising.symbols import BERT_MASK, MASK
+
 #: fairseq special symbol -> the BERT token that plays it (fairseq's order: bos, pad, eos, unk).
 BERT_SPECIALS = {"<s>": "[CLS]", "<pad>": "[PAD]", "</s>": "[SEP]", "<unk>": "[UNK]"}
-BERT_MASK = "[MASK]"
 #: fairseq symbols -> BERT tokens for :func:`token_map` (tasks append ``<mask>`` to a
 #: dictionary that lacks one: it is BERT's ``[MASK]``).
-BERT_NAMES = {**BERT_SPECIALS, "<mask>": BERT_MASK}
+BERT_NAMES = {**BERT_SPECIALS, MASK: BERT_MASK}
 IN_TEXT_SPECIALS = {"[SEP]": "</s>", "[CLS]": "<s>", "[UNK]": "<unk>"}
 """BERT special tokens written in the text (question generation's ``answer [SEP] passage``) ->
 the fairseq symbol that plays them, so that they binarize to BERT's ids, not ``<unk>``

@@ -8,8 +8,8 @@ Library half of the family, importable without registering anything in fairseq:
 * :mod:`.decoder` -- the n-stream decoder (training: main + n predicting streams;
   inference: main + the next-token stream only);
 * :mod:`.loss` -- future n-gram targets and the power-attenuated stream weights (eq. 4);
-* :mod:`.noising` and :mod:`.span_data` -- MASS-style span masking for pre-training
-  (section 3.1) and its fairseq dataset.
+* :mod:`.span_data` -- the fairseq dataset of MASS span masking for pre-training
+  (section 3.1; the masking itself is :mod:`fairseq_ext.noising.mass`).
 
 The converter from HuggingFace ``ProphetNetForConditionalGeneration`` weights is
 :mod:`fairseq_ext.convert.prophetnet`, the BERT WordPiece dictionary :mod:`fairseq_ext.data.wordpiece`.

@@ -1,10 +1,12 @@
-"""A fairseq dataset of span-masked blocks (:mod:`.noising`) for ProphetNet pre-training."""
+"""A fairseq dataset of MASS span-masked blocks (:mod:`fairseq_ext.noising.mass`) for
+ProphetNet pre-training."""
 
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
-from .noising import span_mask, target_length
+from ..noising.mass import span_mask, target_length
+from ..noising.seeding import seeded_generator
 
 
 class SpanMaskDataset(FairseqDataset):
@@ -14,16 +16,16 @@ class SpanMaskDataset(FairseqDataset):
     = ``</s>`` + target) plus ``target_segment_start`` for the n-gram loss.
     """
 
-    def __init__(self, blocks, sizes, dictionary, mask_idx, max_length, chunk=64, ratio=0.15, mask_prob=0.8,
-                 random_prob=0.1, seed=1, shuffle=True, random_high=None):
+    def __init__(self, blocks, sizes, dictionary, mask_idx, max_length, chunk=64, mask_prob=0.15,
+                 random_token_prob=0.1, leave_unmasked_prob=0.1, seed=1, shuffle=True, random_high=None):
         self.blocks = blocks
         self.max_length = max_length  # whole-sentence blocks can exceed the block size: cut them
         self.src_sizes = np.minimum(np.asarray(sizes, dtype=np.int64), max_length)
-        self.tgt_sizes = np.array([target_length(int(n), chunk, ratio) for n in self.src_sizes], dtype=np.int64)
+        self.tgt_sizes = np.array([target_length(int(n), chunk, mask_prob) for n in self.src_sizes], dtype=np.int64)
         self.dictionary = dictionary
         self.mask_idx = mask_idx
-        self.chunk, self.ratio = chunk, ratio
-        self.mask_prob, self.random_prob = mask_prob, random_prob
+        self.chunk, self.mask_prob = chunk, mask_prob
+        self.random_token_prob, self.leave_unmasked_prob = random_token_prob, leave_unmasked_prob
         self.seed = seed
         self.shuffle = shuffle
         self.random_high = random_high if random_high is not None else len(dictionary)
@@ -40,14 +42,13 @@ class SpanMaskDataset(FairseqDataset):
         return len(self.blocks)
 
     def __getitem__(self, index):
-        tokens = self.blocks[index][: self.max_length].numpy()
-        rng = np.random.default_rng([self.seed, self.epoch, index])
+        tokens = self.blocks[index][: self.max_length].long()
         source, target, segment = span_mask(
-            tokens, rng, self.mask_idx, self.dictionary.eos(), self.dictionary.nspecial, self.random_high,
-            self.chunk, self.ratio, self.mask_prob, self.random_prob,
+            tokens, self.mask_idx, self.dictionary.eos(), self.dictionary.nspecial, self.random_high,
+            self.chunk, self.mask_prob, self.random_token_prob, self.leave_unmasked_prob,
+            seeded_generator(self.seed, self.epoch, index),
         )
-        return {"id": index, "source": torch.from_numpy(source), "target": torch.from_numpy(target),
-                "segment_start": torch.from_numpy(segment)}
+        return {"id": index, "source": source, "target": target, "segment_start": segment}
 
     def collater(self, samples):
         if not samples:

@@ -4,7 +4,7 @@ Bao et al., "s2s-ft: Fine-Tuning Pretrained Transformer Encoders for Sequence-to
 Learning". The source and the target are read by the same BERT/RoBERTa-shaped Transformer
 under seq2seq self-attention masks (:mod:`.masks`); the three fine-tuning methods (causal,
 masked, pseudo-masked) differ only in how target rows are laid out and noised
-(:mod:`.noising`); decoding caches every layer's keys and values (:mod:`.model`);
+(:mod:`fairseq_ext.noising.bert`); decoding caches every layer's keys and values (:mod:`.model`);
 :mod:`fairseq_ext.convert.s2s_ft` maps HF BERT/RoBERTa weights onto :mod:`.transformer`.
 """
 

@@ -28,8 +28,9 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
+from ..noising.bert import bert_noise, select_tokens
+from ..noising.symbols import MASK_SYMBOLS, find_mask
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
-from .noising import noise_tokens
 from .transformer import S2SFTTransformer
 
 METHODS = ("causal", "masked", "pseudo")
@@ -199,8 +200,8 @@ class S2SFTEncoderDecoder(FairseqEncoderDecoderModel):
     """The shared body seen as encoder + decoder, with the fine-tuning objective's noise.
 
     ``cfg`` carries the ``s2s_ft`` model's fields (``user_dir/models/s2s_ft.py``) read here:
-    ``s2s_method``, ``source_mask_prob``, ``target_mask_prob``, ``mask_ratio``,
-    ``random_ratio``, ``max_source_positions`` and ``max_target_positions``.
+    ``s2s_method``, ``source_mask_prob``, ``target_mask_prob``, ``random_token_prob``,
+    ``leave_unmasked_prob``, ``max_source_positions`` and ``max_target_positions``.
     """
 
     def __init__(self, cfg, encoder: S2SFTEncoder, decoder: S2SFTDecoder, dictionary):
@@ -210,10 +211,11 @@ class S2SFTEncoderDecoder(FairseqEncoderDecoderModel):
         self.mask_idx = decoder.mask_idx
 
     def _noise(self, tokens, eligible, prob, at_least_one=False):
-        return noise_tokens(
-            tokens, eligible, prob, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
-            self.cfg.mask_ratio, self.cfg.random_ratio, at_least_one=at_least_one,
-        )  # fmt: skip
+        """``(noised, selected)``: BERT's 80/10/10 on a ``prob`` share of the ``eligible`` tokens."""
+        selected = select_tokens(eligible, prob, at_least_one=at_least_one)
+        noised = bert_noise(tokens, selected, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
+                            self.cfg.random_token_prob, self.cfg.leave_unmasked_prob)
+        return noised, selected
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, target=None, **kwargs):
         """The fine-tuning objective's forward pass.
@@ -245,15 +247,12 @@ class S2SFTEncoderDecoder(FairseqEncoderDecoderModel):
         return (self.cfg.max_source_positions, self.cfg.max_target_positions)
 
 
-MASK_SYMBOLS = ("[MASK]", "<mask>")
-
-
 def mask_index(dictionary) -> int:
     """Index of the mask / pseudo-mask token: BERT's ``[MASK]``, else ``<mask>``."""
-    for symbol in MASK_SYMBOLS:
-        if symbol in dictionary.indices:
-            return dictionary.index(symbol)
-    raise ValueError(
-        f"the dictionary has no mask token ({' or '.join(MASK_SYMBOLS)}): train with "
-        "--task s2s_ft_summarization, which adds <mask> to a dictionary without one"
-    )
+    index = find_mask(dictionary)
+    if index is None:
+        raise ValueError(
+            f"the dictionary has no mask token ({' or '.join(MASK_SYMBOLS)}): train with "
+            "--task s2s_ft_summarization, which adds <mask> to a dictionary without one"
+        )
+    return index

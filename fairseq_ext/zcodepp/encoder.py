@@ -9,7 +9,7 @@ layers are ordinary layers of the same encoder, so a checkpoint trained without 
 with FiE as is (the paper initializes both from the encoder's weights).
 
 The configuration object is fairseq's ``TransformerConfig`` carrying five extra fields (see
-``user_dir/models/zcodepp.py``): ``rel_pos_buckets``, ``max_relative_positions``,
+``user_dir/models/zcodepp.py``): ``relative_buckets``, ``relative_max_distance``,
 ``encoder_layer_norm_eps`` (every LayerNorm of the encoder; DeBERTa-v3 uses 1e-7, fairseq
 1e-5), ``fie_chunk_size`` and ``fie_global_layers``.
 """
@@ -78,8 +78,8 @@ class ZCodeEncoder(TransformerEncoderBase):
                 f"--fie-global-layers ({cfg.fie_global_layers}) must be between 0 and the encoder's "
                 f"{cfg.encoder.layers} layers"
             )
-        self.rel_pos_buckets = cfg.rel_pos_buckets
-        self.max_relative_positions = cfg.max_relative_positions
+        self.relative_buckets = cfg.relative_buckets
+        self.relative_max_distance = cfg.relative_max_distance
         self.attention_heads = cfg.encoder.attention_heads
         self.layer_norm_eps = cfg.encoder_layer_norm_eps
         self.activation_fn_name = cfg.activation_fn
@@ -90,7 +90,7 @@ class ZCodeEncoder(TransformerEncoderBase):
             self.layernorm_embedding = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
         if self.layer_norm is not None:
             self.layer_norm = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
-        self.rel_embeddings = nn.Embedding(2 * cfg.rel_pos_buckets, embed_dim)  # (2S, C)
+        self.rel_embeddings = nn.Embedding(2 * cfg.relative_buckets, embed_dim)  # (2S, C)
         self.rel_layer_norm = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
 
     def build_encoder_layer(self, cfg):
@@ -101,7 +101,7 @@ class ZCodeEncoder(TransformerEncoderBase):
         return self.num_layers - self.fie_global_layers if self.fie_chunk_size else 0
 
     def _position_index(self, length, device):
-        return deberta_relative_index(length, self.rel_pos_buckets, self.max_relative_positions, device)
+        return deberta_relative_index(length, self.relative_buckets, self.relative_max_distance, device)
 
     def _local(self, layer, x, padding_mask, rel_embeddings):
         """One local FiE layer: attention within chunks of ``x`` (B, T, C), real tokens first."""

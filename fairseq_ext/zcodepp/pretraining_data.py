@@ -11,15 +11,17 @@ An item of the wrapped dataset is a block of tokens ending with ``</s>`` (fairse
 
 and the collater pads them into a fairseq sample whose ``net_input`` drives the
 encoder-decoder (CSP) and whose ``pretraining`` entry drives the generator and discriminator.
-Corruptions are seeded by ``(seed, epoch, index)``.
+Corruptions (:mod:`fairseq_ext.noising`) are seeded by ``(seed, epoch, index)``.
 """
 
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
+from ..noising.bert import bert_noise, select_exact
+from ..noising.seeding import seeded_generator
+from ..noising.spans import MIN_BODY_TOKENS, corrupt_spans, random_spans_noise_mask
 from ..summarization_data import ArraySizes
-from .noising import corrupt_spans, mlm_mask, random_spans_noise_mask
 
 
 class ZCodeppPretrainingDataset(ArraySizes, FairseqDataset):
@@ -73,14 +75,15 @@ class ZCodeppPretrainingDataset(ArraySizes, FairseqDataset):
         return tokens  # (T,)
 
     def __getitem__(self, index):
-        rng = np.random.default_rng((self.seed, self.epoch, index))
+        generator = seeded_generator(self.seed, self.epoch, index)
         original = self._block(index)  # (T,)
         body = original[:-1]
-        words = (original >= self.dictionary.nspecial).numpy()
-        masked = torch.from_numpy(mlm_mask(words, self.mask_prob, rng))  # (T,)
-        mlm_source = original.masked_fill(masked, self.mask_idx)
-        if len(body) >= 2:
-            noise = random_spans_noise_mask(len(body), self.noise_density, self.mean_span_length, rng)
+        words = original >= self.dictionary.nspecial  # (T,)
+        masked = select_exact(words, self.mask_prob, generator)  # (T,)
+        mlm_source = bert_noise(original, masked, self.mask_idx, self.dictionary.nspecial, len(self.dictionary),
+                                random_token_prob=0.0, leave_unmasked_prob=0.0, generator=generator)  # all masked
+        if len(body) >= MIN_BODY_TOKENS:
+            noise = random_spans_noise_mask(len(body), self.noise_density, self.mean_span_length, generator)
             source, target = corrupt_spans(body, noise, self.sentinels, self.dictionary.eos())
         else:  # nothing to corrupt: predict the one token from an empty context
             source, target = original.new([self.sentinels[0], self.dictionary.eos()]), original

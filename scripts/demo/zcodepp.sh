@@ -13,7 +13,7 @@ TRAIN_ARGS=(
     --encoder-layers "${LAYERS:-3}" --decoder-layers "${LAYERS:-3}"
     --encoder-embed-dim "${DIM:-256}" --encoder-ffn-embed-dim "${FFN:-1024}"
     --encoder-attention-heads "${HEADS:-4}" --decoder-attention-heads "${HEADS:-4}"
-    --rel-pos-buckets "${BUCKETS:-64}" --max-relative-positions "${MAX_DISTANCE:-256}"
+    --relative-buckets "${BUCKETS:-64}" --relative-max-distance "${MAX_DISTANCE:-256}"
     --fie-chunk-size "${FIE_CHUNK:-0}"
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
     --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"

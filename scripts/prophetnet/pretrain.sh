@@ -16,7 +16,7 @@ NGRAM="${NGRAM:-2}"
 GAMMA="${GAMMA:-1.0}"
 TOKENS_PER_SAMPLE="${TOKENS_PER_SAMPLE:-512}"
 SPAN_CHUNK="${SPAN_CHUNK:-64}"
-MASK_RATIO="${MASK_RATIO:-0.15}"
+MASK_PROB="${MASK_PROB:-0.15}"
 LR="${LR:-3e-4}"
 WARMUP="${WARMUP:-10000}"
 MAX_UPDATE="${MAX_UPDATE:-500000}"
@@ -25,7 +25,7 @@ UPDATE_FREQ="${UPDATE_FREQ:-64}"
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task prophetnet_span_mask --tokens-per-sample "${TOKENS_PER_SAMPLE}" \
-    --span-chunk "${SPAN_CHUNK}" --mask-ratio "${MASK_RATIO}" \
+    --span-chunk "${SPAN_CHUNK}" --mask-prob "${MASK_PROB}" \
     --max-source-positions "${TOKENS_PER_SAMPLE}" --max-target-positions "${TOKENS_PER_SAMPLE}" \
     --arch "${ARCH}" --ngram "${NGRAM}" \
     --criterion ngram_language_loss --ngram-gamma "${GAMMA}" --label-smoothing 0.1 \

@@ -37,7 +37,7 @@ fi
 
 fairseq-train "${DATA_DIR}/bin" --user-dir user_dir \
     --task zcodepp_pretraining --tokens-per-sample "${TOKENS_PER_SAMPLE}" \
-    --mask-prob "${MASK_PROB}" --noise-density "${NOISE_DENSITY}" --mean-noise-span-length "${MEAN_SPAN}" \
+    --mask-prob "${MASK_PROB}" --noise-density "${NOISE_DENSITY}" --mean-span-length "${MEAN_SPAN}" \
     --arch "${ARCH}" --generator-layers "${GENERATOR_LAYERS}" \
     --criterion zcodepp_joint --mlm-weight "${MLM_WEIGHT}" --rtd-weight "${RTD_WEIGHT}" --csp-weight "${CSP_WEIGHT}" \
     --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 \

@@ -3,7 +3,7 @@
 For a batch of long bodies with candidate spans (task ``bart_ls_model_based_denoising``):
 the encoder-only scorer (:class:`~fairseq_ext.bart_ls.model_based.MaskedSpanScorer`, held by
 this criterion) predicts the masked candidates; the ``--hard-span-fraction`` of spans with
-the highest mean loss are corrupted into sentinels (:func:`~fairseq_ext.bart_ls.noising.corrupt_spans`)
+the highest mean loss are corrupted into sentinels (:func:`~fairseq_ext.noising.spans.corrupt_spans`)
 and the text-to-text model is trained on them with label-smoothed cross-entropy. Unless
 ``--freeze-scorer``, the scorer's masked-LM loss (mean over candidate tokens, times
 ``--scorer-weight``) is added, so both train jointly.
@@ -24,8 +24,8 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.data.language_pair_dataset import collate
 
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, scorer_mask_input, select_hardest_spans
-from fairseq_ext.bart_ls.noising import corrupt_spans
 from fairseq_ext.checkpoint import safe_load
+from fairseq_ext.noising.spans import corrupt_spans
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ModelBasedDenoisingCriterion(FairseqCriterion):
         samples = []
         for row in range(tokens.size(0)):
             source, target = corrupt_spans(
-                tokens[row][real[row]], selected[row][real[row]], sentinels, dictionary.bos(), dictionary.eos()
+                tokens[row][real[row]], selected[row][real[row]], sentinels, dictionary.eos(), bos=dictionary.bos()
             )
             samples.append({"id": row, "source": source, "target": target})
         return collate(samples, dictionary.pad(), dictionary.eos(), left_pad_source=True, left_pad_target=False)

@@ -20,7 +20,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_l
 from fairseq.dataclass import FairseqDataclass
 from fairseq.logging import metrics
 
-from fairseq_ext.zcodepp.noising import sample_replacements
+from fairseq_ext.noising.replaced_tokens import sample_replacements
 
 from ..interfaces import ReplacedTokenDetectionTask
 

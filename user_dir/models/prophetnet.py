@@ -55,7 +55,7 @@ class ProphetNetSummConfig(FairseqDataclass):
     decoder_layers: int = field(default=12, metadata={"help": "decoder layers"})
     decoder_attention_heads: int = field(default=16, metadata={"help": "decoder attention heads"})
     ngram: int = field(default=2, metadata={"help": "number of predicting streams (future tokens per step)"})
-    num_buckets: int = field(default=32, metadata={"help": "relative position buckets of the decoder"})
+    relative_buckets: int = field(default=32, metadata={"help": "relative position buckets of the decoder"})
     relative_max_distance: int = field(
         default=128, metadata={"help": "distance beyond which all relative positions share the last bucket"}
     )
@@ -115,7 +115,7 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
         decoder = NgramDecoder(
             tgt_dict, decoder_embed,
             num_layers=cfg.decoder_layers, ffn_dim=cfg.decoder_ffn_embed_dim,
-            num_heads=cfg.decoder_attention_heads, ngram=cfg.ngram, num_buckets=cfg.num_buckets,
+            num_heads=cfg.decoder_attention_heads, ngram=cfg.ngram, num_buckets=cfg.relative_buckets,
             relative_max_distance=cfg.relative_max_distance, max_target_positions=cfg.max_target_positions,
             dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
             activation_dropout=cfg.activation_dropout, activation_fn=cfg.activation_fn,
@@ -171,5 +171,5 @@ def prophetnet_summ_small(args):
 def prophetnet_summ_tiny(args):
     """1+1 layers, 32 wide, 16 buckets: for tests."""
     set_defaults(args, replace_none=True, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1,
-                 encoder_attention_heads=2, num_buckets=16, relative_max_distance=32)
+                 encoder_attention_heads=2, relative_buckets=16, relative_max_distance=32)
     prophetnet_summ_base(args)

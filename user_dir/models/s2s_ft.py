@@ -45,9 +45,11 @@ class S2SFTConfig(FairseqDataclass):
     source_mask_prob: float = field(
         default=0.0, metadata={"help": "share of source tokens noised during training (never predicted)"}
     )
-    mask_ratio: float = field(default=0.8, metadata={"help": "share of noised tokens replaced by the mask token"})
-    random_ratio: float = field(
-        default=0.1, metadata={"help": "share of noised tokens replaced by a random token (the rest stay)"}
+    random_token_prob: float = field(
+        default=0.1, metadata={"help": "share of noised tokens replaced by a random token"}
+    )
+    leave_unmasked_prob: float = field(
+        default=0.1, metadata={"help": "share of noised tokens left unchanged (the rest become the mask token)"}
     )
     embed_dim: int = field(default=768, metadata={"help": "hidden size"})
     layers: int = field(default=12, metadata={"help": "number of Transformer layers"})

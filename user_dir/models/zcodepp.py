@@ -40,10 +40,10 @@ TABLES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder
 class ZCodeppConfig(FairseqDataclass):
     """What Z-Code++ adds to fairseq's Transformer options."""
 
-    rel_pos_buckets: int = field(
+    relative_buckets: int = field(
         default=256, metadata={"help": "relative position buckets S (table of 2S rows); DeBERTa-v3: 256"}
     )
-    max_relative_positions: int = field(
+    relative_max_distance: int = field(
         default=512, metadata={"help": "distance that maps to the last log bucket; DeBERTa-v3: 512"}
     )
     encoder_layer_norm_eps: float = field(
@@ -157,5 +157,5 @@ def zcodepp_large_architecture(args):
 def zcodepp_tiny_architecture(args):
     """For tests: 2 + 1 layers, 32 wide, 16 buckets up to distance 32 (log buckets in play)."""
     set_defaults(args, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=2,
-                 decoder_layers=1, rel_pos_buckets=16, max_relative_positions=32)
+                 decoder_layers=1, relative_buckets=16, relative_max_distance=32)
     zcodepp_base_architecture(args)

@@ -3,7 +3,7 @@
 Reads fairseq monolingual data (``dict.txt`` and ``{split}.bin``, paragraphs with a blank line
 between documents, as ``python -m preprocess.prepare --corpus wiki`` writes), concatenates the
 documents in a random order every epoch (the paper's best pre-training input), cuts bodies of
-``--tokens-per-sample`` tokens and corrupts spans (:mod:`fairseq_ext.bart_ls.noising`). The
+``--tokens-per-sample`` tokens and corrupts spans (:mod:`fairseq_ext.noising.spans`). The
 dictionary gets ``--num-sentinels`` sentinel symbols appended; convert a BART checkpoint with
 the same ``--num-sentinels`` (``python -m fairseq_ext.convert bart_ls``) to start from it.
 """
@@ -16,13 +16,11 @@ from fairseq.tasks import register_task
 from omegaconf import II
 
 from fairseq_ext.bart_ls.data import ConcatenatedDocumentsDataset, SpanCorruptionDataset
+from fairseq_ext.noising.symbols import add_sentinels
 
 from ._plain_text import PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
-
-SENTINEL = "<sentinel_{}>"
-
 
 @dataclass
 class BartLSDenoisingConfig(PlainTextConfig):
@@ -46,11 +44,6 @@ class BartLSDenoisingConfig(PlainTextConfig):
     max_target_positions: int = field(default=1024, metadata={"help": "longest target the model takes"})
     left_pad_source: bool = field(default=True, metadata={"help": "left-pad sources (fairseq's default)"})
     train_subset: str = II("dataset.train_subset")
-
-
-def add_sentinels(dictionary, count):
-    """Append ``count`` sentinel symbols; returns their ids."""
-    return [dictionary.add_symbol(SENTINEL.format(i)) for i in range(count)]
 
 
 @register_task("bart_ls_long_denoising", dataclass=BartLSDenoisingConfig)

@@ -1,9 +1,9 @@
 """``prophetnet_span_mask``: ProphetNet pre-training on plain text (paper section 3.1).
 
-MASS-style span masking (:mod:`fairseq_ext.prophetnet.noising`): blocks of up to
+MASS-style span masking (:mod:`fairseq_ext.noising.mass`): blocks of up to
 ``--tokens-per-sample`` (512) tokens, one contiguous span masked in every ``--span-chunk``
-(64) tokens, ``--mask-ratio`` (15%) of the tokens in all, replaced 80% by the mask symbol /
-10% by random tokens / 10% unchanged; the decoder predicts the masked fragments only, and
+(64) tokens, ``--mask-prob`` (15%) of the tokens in all, replaced 80% by the mask symbol /
+10% by random tokens (``--random-token-prob``) / 10% unchanged (``--leave-unmasked-prob``); the decoder predicts the masked fragments only, and
 the n-gram loss stays inside each span. Microsoft never released ProphetNet's pre-training
 code (ProphetNet issues #6, #54); this follows the paper's description.
 
@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
 
-from fairseq_ext.prophetnet.noising import target_length
+from fairseq_ext.noising.mass import target_length
+from fairseq_ext.noising.symbols import add_mask
 from fairseq_ext.prophetnet.span_data import SpanMaskDataset
 
 from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
-
-MASK_SYMBOLS = ("[MASK]", "<mask>")
-
 
 @dataclass
 class ProphetNetSpanMaskConfig(PlainTextConfig):
@@ -39,9 +37,11 @@ class ProphetNetSpanMaskConfig(PlainTextConfig):
                                       "ends (a line longer than a block is cut)"}
     )
     span_chunk: int = field(default=64, metadata={"help": "one span is masked in every this many tokens"})
-    mask_ratio: float = field(default=0.15, metadata={"help": "fraction of each chunk in its masked span"})
-    mask_replace_prob: float = field(default=0.8, metadata={"help": "masked tokens replaced by the mask symbol"})
-    random_replace_prob: float = field(default=0.1, metadata={"help": "masked tokens replaced by random tokens"})
+    mask_prob: float = field(
+        default=0.15, metadata={"help": "fraction of the tokens masked: one span of this fraction of every chunk"}
+    )
+    random_token_prob: float = field(default=0.1, metadata={"help": "share of masked tokens replaced by random tokens"})
+    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "share of masked tokens left unchanged"})
     max_source_positions: int = field(default=512, metadata={"help": "longest encoder input"})
     max_target_positions: int = field(default=512, metadata={"help": "longest decoder target"})
 
@@ -55,12 +55,11 @@ class ProphetNetSpanMaskTask(PlainTextTask):
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
         self.random_high = len(dictionary)  # random replacements never draw the added mask symbol
-        present = [s for s in MASK_SYMBOLS if s in dictionary.indices]
-        self.mask_idx = dictionary.index(present[0]) if present else dictionary.add_symbol(MASK_SYMBOLS[-1])
+        self.mask_idx = add_mask(dictionary)
         if cfg.tokens_per_sample > cfg.max_source_positions:
             raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
                              f"--max-source-positions ({cfg.max_source_positions})")
-        longest = target_length(cfg.tokens_per_sample, cfg.span_chunk, cfg.mask_ratio)
+        longest = target_length(cfg.tokens_per_sample, cfg.span_chunk, cfg.mask_prob)
         if longest > cfg.max_target_positions:
             raise ValueError(f"masked fragments reach {longest} tokens, more than "
                              f"--max-target-positions ({cfg.max_target_positions})")
@@ -75,8 +74,8 @@ class ProphetNetSpanMaskTask(PlainTextTask):
         blocks = self.load_blocks(split, self.cfg.sample_break_mode, epoch, combine)
         self.datasets[split] = SpanMaskDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.cfg.tokens_per_sample,
-            chunk=self.cfg.span_chunk,
-            ratio=self.cfg.mask_ratio, mask_prob=self.cfg.mask_replace_prob,
-            random_prob=self.cfg.random_replace_prob, seed=self.cfg.seed, shuffle=(split == "train"),
+            chunk=self.cfg.span_chunk, mask_prob=self.cfg.mask_prob, random_token_prob=self.cfg.random_token_prob,
+            leave_unmasked_prob=self.cfg.leave_unmasked_prob,
+            seed=self.cfg.seed, shuffle=(split == "train"),
             random_high=self.random_high,
         )

@@ -16,15 +16,12 @@ from dataclasses import dataclass
 
 from fairseq.tasks import register_task
 
-from fairseq_ext.s2s_ft.model import MASK_SYMBOLS
 from fairseq_ext.data.wordpiece import WordPieceCodec
+from fairseq_ext.noising.symbols import add_mask
 
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
 
 logger = logging.getLogger(__name__)
-
-ADDED_MASK = "<mask>"
-
 
 @dataclass
 class S2SFTSummarizationConfig(AbstractiveSummarizationConfig):
@@ -41,8 +38,7 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
     def setup_task(cls, cfg, **kwargs):
         task = super().setup_task(cfg, **kwargs)
         for dictionary in (task.src_dict, task.tgt_dict):
-            if not any(symbol in dictionary.indices for symbol in MASK_SYMBOLS):
-                dictionary.add_symbol(ADDED_MASK)
+            add_mask(dictionary)
         return task
 
     def build_bpe(self, args):

@@ -5,8 +5,9 @@ writes ``dict.txt`` and ``{train,valid}.bin``): each block of ``--tokens-per-sam
 gives the generator an MLM input (15% masked), the discriminator its RTD input (built in the
 criterion from the generator's samples) and the encoder-decoder a corrupted-span input and
 target (T5 spans of mean length 3 covering 15%). Train it with ``--arch zcodepp_* --criterion
-zcodepp_joint --generator-layers N``. The task appends ``<mask>`` and ``--num-sentinels``
-sentinel symbols to the dictionary; loading the checkpoint into a summarization task drops
+zcodepp_joint --generator-layers N``. The task appends ``<mask>`` (unless the dictionary has
+a mask symbol) and ``--num-sentinels`` sentinel symbols to the dictionary
+(:mod:`fairseq_ext.noising.symbols`); loading the checkpoint into a summarization task drops
 those rows again (see ``user_dir/models/zcodepp.py``).
 """
 
@@ -15,17 +16,14 @@ from dataclasses import dataclass, field
 
 from fairseq.tasks import register_task
 
-from fairseq_ext.zcodepp.noising import span_count
+from fairseq_ext.noising.spans import corrupted_lengths, span_counts
+from fairseq_ext.noising.symbols import add_mask, add_sentinels
 from fairseq_ext.zcodepp.pretraining_data import ZCodeppPretrainingDataset
 
 from ..interfaces import ReplacedTokenDetectionModel, ReplacedTokenDetectionTask
 from ._plain_text import BREAK_MODES, PlainTextConfig, PlainTextTask
 
 logger = logging.getLogger(__name__)
-
-MASK_SYMBOL = "<mask>"
-SENTINEL_SYMBOL = "<sentinel_{}>"
-
 
 @dataclass
 class ZCodeppPretrainingConfig(PlainTextConfig):
@@ -35,7 +33,7 @@ class ZCodeppPretrainingConfig(PlainTextConfig):
     )
     mask_prob: float = field(default=0.15, metadata={"help": "fraction of word tokens masked for the generator"})
     noise_density: float = field(default=0.15, metadata={"help": "fraction of tokens in corrupted spans (CSP)"})
-    mean_noise_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
+    mean_span_length: float = field(default=3.0, metadata={"help": "mean corrupted span length (CSP)"})
     num_sentinels: int = field(default=100, metadata={"help": "sentinel symbols added to the dictionary"})
 
 
@@ -47,13 +45,14 @@ class ZCodeppPretrainingTask(PlainTextTask, ReplacedTokenDetectionTask):
 
     def __init__(self, cfg, dictionary):
         super().__init__(cfg, dictionary)
-        self.mask_idx = dictionary.add_symbol(MASK_SYMBOL)
-        self.sentinels = [dictionary.add_symbol(SENTINEL_SYMBOL.format(i)) for i in range(cfg.num_sentinels)]
-        needed = span_count(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_noise_span_length)
+        self.mask_idx = add_mask(dictionary)
+        self.sentinels = add_sentinels(dictionary, cfg.num_sentinels)
+        _, needed = span_counts(cfg.tokens_per_sample, cfg.noise_density, cfg.mean_span_length)
         if needed > cfg.num_sentinels:
             raise ValueError(f"blocks of {cfg.tokens_per_sample} tokens make up to {needed} spans: "
                              f"--num-sentinels must be at least that (got {cfg.num_sentinels})")
-        longest_target = round(cfg.tokens_per_sample * cfg.noise_density) + needed + 1
+        _, longest_target = corrupted_lengths(cfg.tokens_per_sample, cfg.noise_density,
+                                              cfg.mean_span_length, bos=False)
         if longest_target > cfg.max_target_positions:
             raise ValueError(f"corrupted-span targets reach {longest_target} tokens, more than "
                              f"--max-target-positions ({cfg.max_target_positions})")
@@ -78,7 +77,7 @@ class ZCodeppPretrainingTask(PlainTextTask, ReplacedTokenDetectionTask):
         self.datasets[split] = ZCodeppPretrainingDataset(
             blocks, blocks.sizes, self.dictionary, self.mask_idx, self.sentinels, self.cfg.tokens_per_sample,
             mask_prob=self.cfg.mask_prob, noise_density=self.cfg.noise_density,
-            mean_span_length=self.cfg.mean_noise_span_length, seed=self.cfg.seed,
+            mean_span_length=self.cfg.mean_span_length, seed=self.cfg.seed,
             shuffle=(split == "train"),
         )
 
