@@ -163,7 +163,8 @@ import importlib, pkgutil, sys
 import fairseq_ext, preprocess
 for package in (fairseq_ext, preprocess):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        importlib.import_module(module.name)
+        if not module.name.endswith(".__main__"):  # a command, not a module to import
+            importlib.import_module(module.name)
 from fairseq_ext import fairseq_fixes
 print("applied after importing the library:", [f.name for f in fairseq_fixes.PROCESS_WIDE if f.is_applied()])
 import user_dir
