@@ -61,6 +61,11 @@ class S2SFTConfig(FairseqDataclass):
     prepend_bos: bool = field(
         default=True, metadata={"help": "put <s> ([CLS] for BERT data) before every source, as BERT reads"}
     )
+    copy_heads: int = field(
+        default=0,
+        metadata={"help": "copy mechanism (pointer-generator, See et al. 2017): copy source tokens through "
+                  "the average of the last layer's first N attention heads over the source; 0 = off"},
+    )
     init_from_hf: Optional[str] = field(
         default=None,
         metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
@@ -122,7 +127,9 @@ class S2SFTModel(FairseqEncoderDecoderModel):
         if cfg.init_from_hf:
             load_pretrained(body, cfg.init_from_hf, src_dict.symbols)
         encoder = S2SFTEncoder(src_dict, body, prepend_bos=cfg.prepend_bos)
-        decoder = S2SFTDecoder(tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions)
+        decoder = S2SFTDecoder(
+            tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions, cfg.copy_heads
+        )
         return cls(cfg, encoder, decoder, tgt_dict)
 
     def _noise(self, tokens, eligible, prob, at_least_one=False):

@@ -1,0 +1,1 @@
+"""Model components shared by several families (each importable and testable on its own)."""
