@@ -53,7 +53,9 @@ def copy_distribution(attn, source_tokens, vocab_size: int):
     """
     B, T, S = attn.shape
     if source_tokens.shape != (B, S):
-        raise ValueError(f"copy attention covers {S} source positions but the source ids are {tuple(source_tokens.shape)}")
+        raise ValueError(
+            f"copy attention covers {S} source positions but the source ids are {tuple(source_tokens.shape)}"
+        )
     index = source_tokens[:, None, :].expand(B, T, S)  # (B, T, S)
     return attn.new_zeros(B, T, vocab_size).scatter_add_(2, index, attn)  # (B, T, V)
 

@@ -148,8 +148,9 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         key_padding = torch.cat([src_padding, src_padding.new_zeros(rows.shape)], dim=1)  # (B, S+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, S+R)
         prefix = (encoder_out["source_keys"][0], encoder_out["source_values"][0])
+        copy_keys = S if self.pointer else 0
         hidden, _, attention = self.body.extend(
-            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=S if self.pointer else 0
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=copy_keys
         )
         hidden = hidden[:, -T:]  # (B, T, C): the [P] rows in the pseudo layout
         return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, T)

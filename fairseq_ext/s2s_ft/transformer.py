@@ -175,7 +175,9 @@ class S2SFTTransformer(nn.Module):
             x = layer(x, k, v, allowed)
         return x
 
-    def extend(self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None, attention_keys: int = 0):
+    def extend(
+        self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None, attention_keys: int = 0
+    ):
         """Compute new rows against cached keys/values of earlier rows.
 
         Args:
