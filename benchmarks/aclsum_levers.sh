@@ -24,6 +24,7 @@ COPY_HEADS="${COPY_HEADS:-0}"           # 0: no copy mechanism
 METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
 LR="${LR:-2e-4}"
 MAX_UPDATE="${MAX_UPDATE:-300}"
+TOTAL_UPDATES="${TOTAL_UPDATES:-${MAX_UPDATE}}"  # end of the linear decay (a screen: the first updates of a longer run)
 WARMUP="${WARMUP:-30}"
 BATCH_SIZE="${BATCH_SIZE:-8}"
 TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
@@ -39,6 +40,7 @@ MAX_LEN_B="${MAX_LEN_B:-$((MAX_TARGET - 1))}"
 NO_REPEAT="${NO_REPEAT:-3}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-1}"
+DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row gives the last greedy validation)
 GENERATE_ONLY="${GENERATE_ONLY:-}"      # non-empty: decode the checkpoint of CHECKPOINT_FROM (default NAME) again
 WORK="${WORK:-runs/levers}"
 LIMIT="${LIMIT:-}"
@@ -71,7 +73,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
         --copy-heads "${COPY_HEADS}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
         --criterion s2s_ft --label-smoothing 0.1 \
         --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \
-        --lr "${LR}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP}" --total-num-update "${MAX_UPDATE}" \
+        --lr "${LR}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP}" --total-num-update "${TOTAL_UPDATES}" \
         --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 \
         --batch-size "${BATCH_SIZE}" --batch-size-valid 25 --required-batch-size-multiple 1 \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" \
@@ -89,7 +91,9 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
 fi
 
 gen_start=$(date +%s)
-for split in valid test; do
+splits=(valid test)
+if [[ "${DECODE}" == 0 ]]; then splits=(); fi
+for split in "${splits[@]}"; do
     fairseq-generate "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
         --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
         --batch-size 25 --required-batch-size-multiple 1 --num-workers 0 \
@@ -123,8 +127,12 @@ if log.exists():
     if valid:
         top = max(valid, key=lambda v: float(v["valid_rougeL"]))
         best = f'{top["valid_num_updates"]} ({top["valid_rougeL"]})'
-v, t = rouge(run / "rouge-valid.txt"), rouge(run / "rouge-test.txt")
-row = [name, updates, wall, cpu, gen, load, best, "/".join(map(str, v)), "/".join(map(str, t))]
+if (run / "rouge-valid.txt").exists():
+    scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) for split in ("valid", "test")]
+else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test
+    last = valid[-1]
+    scores = [f'greedy {last["valid_rouge1"]}/{last["valid_rouge2"]}/{last["valid_rougeL"]}, loss {last["valid_loss"]}', "-"]
+row = [name, updates, wall, cpu, gen, load, best, *scores]
 header = ["name", "updates", "train_wall_min", "train_cpu_min", "decode_min", "load_1min", "best_valid_update (greedy rougeL)",
           "valid R1/R2/RL", "test R1/R2/RL"]
 path = Path(table)

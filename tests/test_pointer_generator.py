@@ -14,7 +14,7 @@ from fairseq_ext.modules.pointer_generator import PointerGenerator, copy_distrib
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from test_s2s_ft_model import VOCAB, batch, make_model
 
-HEADS = 4  # make_model's attention heads
+VARIANTS = {"last_layer_heads": {"copy_heads": 2}, "own_attention": {"copy_attention_dim": 16}}
 
 
 def random_inputs(B=3, T=5, S=7, V=11, seed=0):
@@ -81,8 +81,8 @@ def test_mismatched_source_ids_are_an_error():
 # --- s2s-ft with --copy-heads ------------------------------------------------------------
 
 
-def copy_model(method, copy_heads=2, seed=0):
-    model, d = make_model(method, seed=seed, copy_heads=copy_heads)
+def copy_model(method, variant="last_layer_heads", seed=0):
+    model, d = make_model(method, seed=seed, **VARIANTS[variant])
     perturb_parameters(model, seed=seed + 7)
     return model, d
 
@@ -109,9 +109,10 @@ def test_attention_read_out_is_the_layers_own_attention():
     assert (probs[~allowed.expand_as(probs)] == 0).all()
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
-def test_copy_model_probabilities_sum_to_one(method):
-    model, d = copy_model(method)
+def test_copy_model_probabilities_sum_to_one(method, variant):
+    model, d = copy_model(method, variant)
     src, lengths, prev, _ = batch(d)
     with torch.no_grad():
         logits, extra = model.decoder(prev, model.encoder(src, lengths))
@@ -123,12 +124,13 @@ def test_copy_model_probabilities_sum_to_one(method):
     assert (extra["attn"][0].masked_select(padding[:, None, :]) == 0).all()
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "pseudo"])
-def test_gate_fully_open_is_the_plain_model(method):
+def test_gate_fully_open_is_the_plain_model(method, variant):
     """p_gen = 1 (a gate bias of +inf): the copy model's distribution is the plain model's."""
     plain, d = make_model(method, seed=4)
     perturb_parameters(plain, seed=11)
-    copying, _ = make_model(method, seed=4, copy_heads=HEADS)
+    copying, _ = make_model(method, seed=4, **VARIANTS[variant])
     copying.load_state_dict(plain.state_dict(), strict=False)
     with torch.no_grad():
         copying.decoder.pointer.gate.bias.fill_(float("inf"))
@@ -139,9 +141,10 @@ def test_gate_fully_open_is_the_plain_model(method):
     torch.testing.assert_close(ours, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
-def test_cached_decoding_equals_full_forward(method):
-    model, d = copy_model(method)
+def test_cached_decoding_equals_full_forward(method, variant):
+    model, d = copy_model(method, variant)
     src, lengths, prev, _ = batch(d)
     with torch.no_grad():
         encoder_out = model.encoder(src, lengths)
@@ -154,8 +157,9 @@ def test_cached_decoding_equals_full_forward(method):
             torch.testing.assert_close(lprobs[keep, 0], full[keep, step], atol=1e-4, rtol=0)
 
 
-def test_cached_decoding_follows_beam_reorders():
-    model, d = copy_model("pseudo", seed=5)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cached_decoding_follows_beam_reorders(variant):
+    model, d = copy_model("pseudo", variant, seed=5)
     g = torch.Generator().manual_seed(5)
     src = torch.full((SENTENCES, 9), d.pad())
     for row, n in enumerate((9, 4, 1)):
@@ -181,9 +185,10 @@ def test_cached_decoding_follows_beam_reorders():
     torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "pseudo"])
-def test_sequence_generator_scores_equal_full_forward(method):
-    model, d = copy_model(method, seed=3)
+def test_sequence_generator_scores_equal_full_forward(method, variant):
+    model, d = copy_model(method, variant, seed=3)
     src, lengths, _, _ = batch(d)
     generator = SequenceGenerator([model], d, beam_size=3, max_len_b=8, min_len=2, no_repeat_ngram_size=2)
     with torch.no_grad():
@@ -197,8 +202,9 @@ def test_sequence_generator_scores_equal_full_forward(method):
                 torch.testing.assert_close(hypo["positional_scores"], expected, atol=1e-4, rtol=0)
 
 
-def test_stock_criterion_trains_the_gate_and_the_attention():
-    model, d = copy_model("pseudo")
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_stock_criterion_trains_the_gate_and_the_attention(variant):
+    model, d = copy_model("pseudo", variant)
     model.train()
     src, lengths, prev, tgt = batch(d)
     sample = {"net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
@@ -208,13 +214,17 @@ def test_stock_criterion_trains_the_gate_and_the_attention():
     assert torch.isfinite(loss)
     loss.backward()
     assert model.decoder.pointer.gate.weight.grad.abs().sum() > 0
-    assert model.encoder.body.layers[-1].query.weight.grad.abs().sum() > 0
+    if variant == "own_attention":
+        assert model.decoder.pointer.query.weight.grad.abs().sum() > 0
+    else:
+        assert model.encoder.body.layers[-1].query.weight.grad.abs().sum() > 0
 
 
-def test_a_token_the_generator_cannot_produce_is_copied():
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_token_the_generator_cannot_produce_is_copied(variant):
     """With the vocabulary's bias pushing a token far below every other, the plain model gives
     it no probability; the copy model gives it the attention on the positions that hold it."""
-    model, d = copy_model("pseudo", copy_heads=HEADS)
+    model, d = copy_model("pseudo", variant)
     src, lengths, prev, _ = batch(d)
     rare = int(src[0, -2])  # a token of the first source
     with torch.no_grad():
@@ -229,9 +239,22 @@ def test_a_token_the_generator_cannot_produce_is_copied():
     torch.testing.assert_close(probs, expected)
 
 
+def test_own_attention_is_normalized_and_skips_padding():
+    torch.manual_seed(0)
+    pointer = PointerGenerator(8, attention_dim=4)
+    padding = torch.tensor([[False, False, True], [False, False, False]])
+    attn = pointer.attention(torch.randn(2, 5, 8), torch.randn(3, 2, 8), padding)
+    assert attn.shape == (2, 5, 3) and (attn[0, :, 2] == 0).all()
+    torch.testing.assert_close(attn.sum(-1), torch.ones(2, 5))
+    with pytest.raises(ValueError, match="no attention of its own"):
+        PointerGenerator(8).attention(torch.randn(2, 5, 8), torch.randn(3, 2, 8), padding)
+
+
 def test_clear_errors():
     with pytest.raises(ValueError, match="--copy-heads 5"):
         make_model("pseudo", copy_heads=5)
+    with pytest.raises(ValueError, match="not both"):
+        make_model("pseudo", copy_heads=1, copy_attention_dim=8)
     model, d = copy_model("pseudo")
     src, lengths, prev, _ = batch(d)
     logits, _ = model.decoder(prev, model.encoder(src, lengths))

@@ -28,15 +28,32 @@ TINY = torch.finfo(torch.float32).tiny
 
 class PointerGenerator(nn.Module):
     """The gate ``p_gen = sigmoid(w . [hidden; context] + b)`` of See et al. (Eq. 8), with
-    ``context = attn @ source_hidden`` the attention's context vector.
+    ``context = attn @ source_hidden`` the attention's context vector, and optionally the
+    pointer's own attention (:meth:`attention`).
 
     Args:
         embed_dim: width of the decoder's hidden states and of the source states.
+        attention_dim: when above 0, a single-head attention of this width from the decoder's
+            output states over the source's output states (Vinyals et al., "Pointer Networks",
+            2015), for a decoder whose own attention should not double as the copy attention.
     """
 
-    def __init__(self, embed_dim: int):
+    def __init__(self, embed_dim: int, attention_dim: int = 0):
         super().__init__()
         self.gate = nn.Linear(2 * embed_dim, 1)
+        self.query = nn.Linear(embed_dim, attention_dim) if attention_dim else None
+        self.key = nn.Linear(embed_dim, attention_dim) if attention_dim else None
+
+    def attention(self, hidden, source_hidden, source_padding):
+        """The pointer's own attention: ``hidden (B, T, C)``, ``source_hidden (S, B, C)``,
+        ``source_padding`` bool ``(B, S)`` (True = pad) -> ``attn (B, T, S)``, rows summing to 1
+        and 0 on padding."""
+        if self.query is None:
+            raise ValueError("this pointer-generator has no attention of its own (attention_dim=0)")
+        q = self.query(hidden)  # (B, T, D)
+        k = self.key(source_hidden.transpose(0, 1))  # (B, S, D)
+        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5  # (B, T, S)
+        return torch.softmax(scores.float().masked_fill(source_padding[:, None, :], float("-inf")), dim=-1)
 
     def forward(self, hidden, attn, source_hidden):
         """``hidden (B, T, C)``, ``attn (B, T, S)`` (rows sum to 1), ``source_hidden (S, B, C)``

@@ -89,26 +89,31 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
 
     With ``copy_heads`` above 0, a pointer-generator (:mod:`fairseq_ext.modules.pointer_generator`)
     copies source tokens through the last layer's attention over the source rows (its first
-    ``copy_heads`` heads averaged, renormalized over the source): ``extra["attn"]`` holds that
-    attention and :meth:`get_normalized_probs` returns the mixture.
+    ``copy_heads`` heads averaged, renormalized over the source); with ``copy_attention_dim``
+    above 0, through an attention of its own from the output states. ``extra["attn"]`` holds
+    that attention and :meth:`get_normalized_probs` returns the mixture.
     """
 
     def __init__(
         self, dictionary, body: S2SFTTransformer, method: str, mask_idx: int, max_target_positions: int,
-        copy_heads: int = 0,
+        copy_heads: int = 0, copy_attention_dim: int = 0,
     ):  # fmt: skip
         super().__init__(dictionary)
         if method not in METHODS:
             raise ValueError(f"unknown s2s-ft method {method!r}; choose one of {METHODS}")
         if not 0 <= copy_heads <= body.cfg.attention_heads:
             raise ValueError(f"--copy-heads {copy_heads}: the model has {body.cfg.attention_heads} heads")
+        if copy_heads and copy_attention_dim:
+            raise ValueError("copy through the last layer's heads (--copy-heads) or an attention of its own "
+                             "(--copy-attention-dim), not both")
         self._shared = (body,)  # registered once, in the encoder: one copy in the state dict
         self.method = method
         self.mask_idx = mask_idx
         self.pad = dictionary.pad()
         self.max_target_positions = max_target_positions
         self.copy_heads = copy_heads
-        self.pointer = PointerGenerator(body.cfg.embed_dim) if copy_heads else None
+        copies = copy_heads or copy_attention_dim
+        self.pointer = PointerGenerator(body.cfg.embed_dim, copy_attention_dim) if copies else None
 
     @property
     def body(self) -> S2SFTTransformer:
@@ -148,7 +153,7 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         key_padding = torch.cat([src_padding, src_padding.new_zeros(rows.shape)], dim=1)  # (B, S+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, S+R)
         prefix = (encoder_out["source_keys"][0], encoder_out["source_values"][0])
-        copy_keys = S if self.pointer else 0
+        copy_keys = S if self.copy_heads else 0
         hidden, _, attention = self.body.extend(
             rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=copy_keys
         )
@@ -186,7 +191,7 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         S = encoder_out["source_padding_mask"][0].size(1)
         hidden, (keys, values), attention = self.body.extend(
             rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, (cache["keys"], cache["values"]),
-            attention_keys=S if self.pointer else 0,
+            attention_keys=S if self.copy_heads else 0,
         )  # fmt: skip
         if committed:
             cache = {
@@ -204,8 +209,12 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         source ids ``(B, S)`` it points at."""
         if self.pointer is None:
             return {"attn": [None], "inner_states": None}
-        attn = attention[:, : self.copy_heads, -T:].mean(dim=1)  # (B, T, S)
-        p_gen = self.pointer(hidden, attn, encoder_out["encoder_out"][0])  # (B, T, 1)
+        source_hidden = encoder_out["encoder_out"][0]  # (S, B, C)
+        if self.copy_heads:
+            attn = attention[:, : self.copy_heads, -T:].mean(dim=1)  # (B, T, S)
+        else:
+            attn = self.pointer.attention(hidden, source_hidden, encoder_out["source_padding_mask"][0])
+        p_gen = self.pointer(hidden, attn, source_hidden)  # (B, T, 1)
         return {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
 
     def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
