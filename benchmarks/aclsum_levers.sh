@@ -20,7 +20,8 @@ cd "${REPO}"
 source .venv/bin/activate
 NAME="${NAME:?set NAME to name the row}"
 CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects
-COPY_HEADS="${COPY_HEADS:-0}"           # 0: no copy mechanism
+COPY_HEADS="${COPY_HEADS:-0}"           # copy through the last layer's first N heads (0: not so)
+COPY_ATTENTION_DIM="${COPY_ATTENTION_DIM:-0}"  # copy through an attention of its own (0: not so)
 METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
 LR="${LR:-2e-4}"
 MAX_UPDATE="${MAX_UPDATE:-300}"
@@ -70,7 +71,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
     minilm="$(python -c 'from fairseq_ext.s2s_ft.wordpiece import minilm_dir; print(minilm_dir())')"
     /usr/bin/time -f "%e %U %S" -o "${RUN}/train.time" fairseq-train "${DATA}/bin" --user-dir user_dir \
         --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "${minilm}" \
-        --copy-heads "${COPY_HEADS}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
+        --copy-heads "${COPY_HEADS}" --copy-attention-dim "${COPY_ATTENTION_DIM}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
         --criterion s2s_ft --label-smoothing 0.1 \
         --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \
         --lr "${LR}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP}" --total-num-update "${TOTAL_UPDATES}" \
