@@ -13,7 +13,11 @@ The log lines read are fairseq's own::
 
 Top panel: the training loss of every ``train_inner`` line, the epoch averages (``train``) and
 each validation subset's loss (``--valid-subset``). Bottom panel (when the run logged
-``--eval-rouge``): validation ROUGE-1/2/L. Losses are fairseq's (base 2).
+``--eval-rouge``): validation ROUGE-1/2/L. Losses are fairseq's (base 2). The x axis counts
+updates, or with ``--x minutes`` the wall-clock minutes since the log's first line (fairseq's
+own time stamps: what a budget in minutes buys)::
+
+    python scripts/plot_training.py train.log --out curve.png --x minutes
 """
 
 import argparse
@@ -21,21 +25,31 @@ import json
 import re
 import sys
 from collections import defaultdict
+from datetime import datetime
 
 LINE = re.compile(r"\| (?P<tag>[\w.-]+) \| (?P<stats>\{.*\})\s*$")
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
+X_AXES = {"updates": "updates", "minutes": "minutes since the log's first line"}
 
 
-def read_log(lines):
-    """``{series name: [(update, value), ...]}`` from fairseq JSON log lines.
+def read_log(lines, x="updates"):
+    """``{series name: [(x, value), ...]}`` from fairseq JSON log lines, ``x`` the update
+    number or (``x="minutes"``) the minutes since the first time-stamped line.
 
     Series: ``train_inner`` (loss per logged step), ``train`` (epoch loss), and per validation
     subset ``S``: ``S`` (loss) and ``S_rouge1`` / ``S_rouge2`` / ``S_rougeL`` when logged.
     Lines that are not fairseq JSON stats are skipped; repeated updates (a resumed run that
     logged the same update twice) keep the last value.
     """
-    series = defaultdict(dict)
+    if x not in X_AXES:
+        raise ValueError(f"x axis {x!r}: choose one of {', '.join(X_AXES)}")
+    series, start = defaultdict(dict), None
     for line in lines:
+        stamp = STAMP.match(line)
+        if stamp:
+            moment = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S")
+            start = start or moment
         match = LINE.search(line)
         if match is None:
             continue
@@ -48,16 +62,18 @@ def read_log(lines):
         update, loss = stats.get(f"{prefix}num_updates"), stats.get(f"{prefix}loss")
         if update is None or loss is None:
             continue
-        update = int(float(update))
-        series[tag][update] = float(loss)
+        if x == "minutes" and not stamp:
+            continue  # a stats line without fairseq's time stamp
+        at = int(float(update)) if x == "updates" else round((moment - start).total_seconds() / 60, 2)
+        series[tag][at] = float(loss)
         if tag not in ("train_inner", "train"):
             for key in ROUGE_KEYS:
                 if f"{prefix}{key}" in stats:
-                    series[f"{tag}_{key}"][update] = float(stats[f"{prefix}{key}"])
+                    series[f"{tag}_{key}"][at] = float(stats[f"{prefix}{key}"])
     return {name: sorted(points.items()) for name, points in series.items()}
 
 
-def plot(series, out, title=None):
+def plot(series, out, title=None, x="updates"):
     """Draw ``series`` (from :func:`read_log`) into the image file ``out``."""
     import matplotlib
 
@@ -87,7 +103,7 @@ def plot(series, out, title=None):
         rouge_axis.set_ylabel("validation ROUGE F1")
         rouge_axis.grid(alpha=0.3)
         rouge_axis.legend()
-    axes[-1][0].set_xlabel("updates")
+    axes[-1][0].set_xlabel(X_AXES[x])
     figure.tight_layout()
     figure.savefig(out, dpi=100)
     plt.close(figure)
@@ -98,16 +114,18 @@ def main(argv=None):
     parser.add_argument("logs", nargs="+", help="fairseq-train output(s) written with --log-format json, in order")
     parser.add_argument("--out", required=True, help="image to write (PNG)")
     parser.add_argument("--title", default=None, help="title of the plot")
+    parser.add_argument("--x", choices=list(X_AXES), default="updates",
+                        help="x axis: updates, or wall-clock minutes since the log's first line")
     args = parser.parse_args(argv)
 
     lines = []
     for path in args.logs:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines.extend(f)
-    series = read_log(lines)
+    series = read_log(lines, args.x)
     if not series:
         parser.error(f"no fairseq JSON stats in {', '.join(args.logs)} (train with --log-format json)")
-    plot(series, args.out, args.title)
+    plot(series, args.out, args.title, args.x)
     counts = ", ".join(f"{name}: {len(points)}" for name, points in sorted(series.items()))
     print(f"wrote {args.out} ({counts})")
     return 0

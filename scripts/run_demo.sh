@@ -9,7 +9,9 @@
 #   LIMIT=8 MAX_EPOCH=1 bash scripts/run_demo.sh   # a quick run on the first 8 documents of each split
 #
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
-# TRAIN_ARGS and GEN_ARGS). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
+# TRAIN_ARGS and GEN_ARGS, and may set STOP_HOURS, LEAD_ARGS (how LEAD-3 reads the test papers)
+# and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect, joined before
+# scoring)). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,16 +67,26 @@ fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/c
     --bpe sentencepiece --sentencepiece-model "${DATA}/bin/spm.model" \
     > "${WORK}/generate-test.txt"
 grep '^D-' "${WORK}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${WORK}/test.hyp"
-if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
-    python -m fairseq_ext.rouge.lead --aclsum test --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
-else
-    python -m fairseq_ext.rouge.lead --source "${DATA}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
+# the references: one document a line (per-aspect targets joined, as the summaries are)
+python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA}/raw/test.target" "${WORK}/test.ref"
+if [[ "${LINES_PER_DOCUMENT:-1}" != 1 ]]; then
+    mv "${WORK}/test.hyp" "${WORK}/test.pieces.hyp"
+    python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.pieces.hyp" "${WORK}/test.hyp"
 fi
+if [[ -z "${LEAD_ARGS+set}" ]]; then
+    if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
+        LEAD_ARGS=(--aclsum test)
+    else
+        LEAD_ARGS=(--source "${DATA}/raw/test.source")
+    fi
+fi
+python -m fairseq_ext.rouge.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 
 echo "== [4/4] files2rouge"
-files2rouge "${WORK}/test.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-${MODEL}.txt" > /dev/null
-files2rouge "${WORK}/lead3.hyp" "${DATA}/raw/test.target" -s "${WORK}/rouge-lead3.txt" > /dev/null
+files2rouge "${WORK}/test.hyp" "${WORK}/test.ref" -s "${WORK}/rouge-${MODEL}.txt" > /dev/null
+files2rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" -s "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     | tee "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
+python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training-minutes.png" --title "${MODEL}" --x minutes
 echo "done in $(( $(date +%s) - start )) s; outputs in ${WORK}/"

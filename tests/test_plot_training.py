@@ -47,3 +47,17 @@ def test_main_writes_a_png(tmp_path):
     out = tmp_path / "training.png"
     assert plot_training.main([str(log), "--out", str(out), "--title", "bart"]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_minutes_axis_reads_fairseqs_time_stamps(tmp_path):
+    """``--x minutes``: each point at the minutes since the log's first line (10:16:15)."""
+    series = plot_training.read_log(LOG.splitlines(), x="minutes")
+    assert series["train_inner"] == [(0.03, 8.98), (0.07, 8.968), (0.33, 8.86)]
+    assert series["valid_rougeL"] == [(0.27, 9.0), (0.37, 10.75)]
+    with pytest.raises(ValueError, match="choose one of"):
+        plot_training.read_log(LOG.splitlines(), x="epochs")
+    log = tmp_path / "train.log"
+    log.write_text(LOG)
+    out = tmp_path / "curve.png"
+    assert plot_training.main([str(log), "--out", str(out), "--x", "minutes"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

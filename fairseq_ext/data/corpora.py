@@ -6,6 +6,11 @@ paragraphs. Splits are always named ``train``/``valid``/``test`` (fairseq's name
 
 * ``aclsum`` (PyPI package ``aclsum``): source = abstract + introduction + conclusion
   sentences, target = challenge + approach + outcome summaries, each joined by a space.
+* ``aclsum_abstract``: the same pairs with the abstract alone as the source.
+* ``aclsum_aspects``: three pairs per paper, one per aspect, in the order challenge, approach,
+  outcome: source = ``"<aspect>: "`` + abstract + introduction + conclusion, target = that
+  aspect's summary (``python -m fairseq_ext.data.join_lines --every 3`` joins three such
+  summaries back into the ``aclsum`` target of the paper).
 * ``aclsum_long``: the same papers and splits; source = the full body of
   ``paper_jsons/<id>.json`` (``pdf_parse.body_text`` paragraphs joined by a space),
   target = its top-level ``abstract``. Papers are found by file name = jsonl ``id`` (the
@@ -75,15 +80,34 @@ def read_aclsum_records(split: str, limit: int | None = None) -> list[dict]:
     return records[:limit]
 
 
-def load_aclsum(split: str, limit: int | None = None) -> PairSplit:
+def _aclsum_source(record: dict, sections=ACLSUM_SOURCE_SECTIONS) -> str:
+    return " ".join(s for section in sections for s in record["sentences"][section])
+
+
+def load_aclsum(split: str, limit: int | None = None, sections=ACLSUM_SOURCE_SECTIONS) -> PairSplit:
     records = read_aclsum_records(split, limit)
-    sources = [
-        " ".join(s for section in ACLSUM_SOURCE_SECTIONS for s in r["sentences"][section])
-        for r in records
-    ]
+    sources = [_aclsum_source(r, sections) for r in records]
     targets = [" ".join(r["summary"][aspect] for aspect in ACLSUM_TARGET_ASPECTS) for r in records]
     name = f"aclsum/{ACLSUM_SPLIT_FILES[split]}.jsonl"
     return PairSplit(sources, targets, (f"{name}[source]", f"{name}[target]"))
+
+
+def load_aclsum_abstract(split: str, limit: int | None = None) -> PairSplit:
+    """ACLSum with the abstract alone as the source (about 145 words instead of 1,000)."""
+    return load_aclsum(split, limit, sections=("abstract",))
+
+
+def load_aclsum_aspects(split: str, limit: int | None = None) -> PairSplit:
+    """One pair per paper and aspect (``limit`` counts papers): the aspect's name as an
+    instruction before the source, its summary as the target."""
+    sources, targets = [], []
+    for record in read_aclsum_records(split, limit):
+        source = _aclsum_source(record)
+        for aspect in ACLSUM_TARGET_ASPECTS:
+            sources.append(f"{aspect}: {source}")
+            targets.append(record["summary"][aspect])
+    name = f"aclsum/{ACLSUM_SPLIT_FILES[split]}.jsonl"
+    return PairSplit(sources, targets, (f"{name}[aspect: source]", f"{name}[aspect summary]"))
 
 
 def load_aclsum_long(split: str, limit: int | None = None) -> PairSplit:

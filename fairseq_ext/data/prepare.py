@@ -27,12 +27,26 @@ from pathlib import Path
 from . import squad
 from .binarize import binarize
 from .cleaning import REPAIRS, DataError, Report, clean_documents, clean_pairs
-from .corpora import SPLITS, PairSplit, load_aclsum, load_aclsum_long, load_pair_dir, load_wiki
+from .corpora import (
+    SPLITS,
+    PairSplit,
+    load_aclsum,
+    load_aclsum_abstract,
+    load_aclsum_aspects,
+    load_aclsum_long,
+    load_pair_dir,
+    load_wiki,
+)
 from .spm import check_dictionary, encode_file, install_spm, train_spm, write_dictionary
 
 logger = logging.getLogger(__name__)
 
-PAIR_CORPORA = {"aclsum": load_aclsum, "aclsum_long": load_aclsum_long}
+PAIR_CORPORA = {
+    "aclsum": load_aclsum,
+    "aclsum_abstract": load_aclsum_abstract,
+    "aclsum_aspects": load_aclsum_aspects,
+    "aclsum_long": load_aclsum_long,
+}
 TEXT_CORPORA = ("wiki",)
 PAIR_REPAIRS = (
     "invalid_utf8", "crlf", "nul", "control", "empty_pair", "truncated_source", "truncated_target",

@@ -10,6 +10,8 @@
 - :mod:`.lm_head`: the masked-LM head (dense, GELU, LayerNorm, tied projection).
 - :mod:`.relative_position`: relative-position buckets (T5's unidirectional ones, DeBERTa's log
   buckets) and the biases gathered from them.
+- :mod:`.pointer_generator`: a copy mechanism (See et al. 2017) mixing a source-attention copy
+  distribution into a decoder's output distribution.
 - :mod:`.table_rows`: cut a pre-training checkpoint's embedding tables to a later phase's model.
 
 Pure PyTorch (fairseq's ``LayerNorm`` aside); nothing here registers anything in fairseq.

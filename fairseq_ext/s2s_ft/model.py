@@ -28,6 +28,7 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
+from ..modules.pointer_generator import PointerGenerator, copy_mixture
 from ..noising.bert import bert_noise, select_tokens
 from ..noising.symbols import MASK_SYMBOLS, find_mask
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
@@ -64,9 +65,10 @@ class S2SFTEncoder(FairseqEncoder):
         positions, lengths = source_positions(tokens, self.pad)  # (B, S), (B,)
         padding = tokens.eq(self.pad)  # (B, S)
         allowed = ~padding[:, None, None, :]  # (B, 1, 1, S)
-        hidden, (keys, values) = self.body.extend(tokens, positions, torch.full_like(tokens, SOURCE_TYPE), allowed)
+        hidden, (keys, values), _ = self.body.extend(tokens, positions, torch.full_like(tokens, SOURCE_TYPE), allowed)
         return {
             "encoder_out": [hidden.transpose(0, 1)],  # (S, B, C), fairseq's convention
+            "src_tokens": [tokens],  # (B, S), <s> included: the ids a copy attention points at
             "source_keys": [torch.stack(keys)],  # (L, B, H, S, d)
             "source_values": [torch.stack(values)],  # (L, B, H, S, d)
             "source_padding_mask": [padding],  # (B, S)
@@ -76,6 +78,7 @@ class S2SFTEncoder(FairseqEncoder):
     def reorder_encoder_out(self, encoder_out: Dict[str, List[torch.Tensor]], new_order):
         return {
             "encoder_out": [encoder_out["encoder_out"][0].index_select(1, new_order)],
+            "src_tokens": [encoder_out["src_tokens"][0].index_select(0, new_order)],
             "source_keys": [encoder_out["source_keys"][0].index_select(1, new_order)],
             "source_values": [encoder_out["source_values"][0].index_select(1, new_order)],
             "source_padding_mask": [encoder_out["source_padding_mask"][0].index_select(0, new_order)],
@@ -87,17 +90,35 @@ class S2SFTEncoder(FairseqEncoder):
 
 
 class S2SFTDecoder(FairseqIncrementalDecoder):
-    """Target rows of the shared Transformer for one fine-tuning ``method``."""
+    """Target rows of the shared Transformer for one fine-tuning ``method``.
 
-    def __init__(self, dictionary, body: S2SFTTransformer, method: str, mask_idx: int, max_target_positions: int):
+    With ``copy_heads`` above 0, a pointer-generator (:mod:`fairseq_ext.modules.pointer_generator`)
+    copies source tokens through the last layer's attention over the source rows (its first
+    ``copy_heads`` heads averaged, renormalized over the source); with ``copy_attention_dim``
+    above 0, through an attention of its own from the output states. ``extra["attn"]`` holds
+    that attention and :meth:`get_normalized_probs` returns the mixture.
+    """
+
+    def __init__(
+        self, dictionary, body: S2SFTTransformer, method: str, mask_idx: int, max_target_positions: int,
+        copy_heads: int = 0, copy_attention_dim: int = 0,
+    ):  # fmt: skip
         super().__init__(dictionary)
         if method not in METHODS:
             raise ValueError(f"unknown s2s-ft method {method!r}; choose one of {METHODS}")
+        if not 0 <= copy_heads <= body.cfg.attention_heads:
+            raise ValueError(f"--copy-heads {copy_heads}: the model has {body.cfg.attention_heads} heads")
+        if copy_heads and copy_attention_dim:
+            raise ValueError("copy through the last layer's heads (--copy-heads) or an attention of its own "
+                             "(--copy-attention-dim), not both")
         self._shared = (body,)  # registered once, in the encoder: one copy in the state dict
         self.method = method
         self.mask_idx = mask_idx
         self.pad = dictionary.pad()
         self.max_target_positions = max_target_positions
+        self.copy_heads = copy_heads
+        copies = copy_heads or copy_attention_dim
+        self.pointer = PointerGenerator(body.cfg.embed_dim, copy_attention_dim) if copies else None
 
     @property
     def body(self) -> S2SFTTransformer:
@@ -137,9 +158,12 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         key_padding = torch.cat([src_padding, src_padding.new_zeros(rows.shape)], dim=1)  # (B, S+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, S+R)
         prefix = (encoder_out["source_keys"][0], encoder_out["source_values"][0])
-        hidden, _ = self.body.extend(rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix)
+        copy_keys = S if self.copy_heads else 0
+        hidden, _, attention = self.body.extend(
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=copy_keys
+        )
         hidden = hidden[:, -T:]  # (B, T, C): the [P] rows in the pseudo layout
-        return self.body.logits(hidden), {"attn": [None], "inner_states": None}
+        return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, T)
 
     def _step(self, prev_output_tokens, encoder_out, incremental_state):
         cache = self.get_incremental_state(incremental_state, "cache")
@@ -169,9 +193,11 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         R = rows.size(1)
         key_padding = torch.cat([cache["padding"], cache["padding"].new_zeros(B, R)], dim=1)  # (B, K+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, K+R)
-        hidden, (keys, values) = self.body.extend(
-            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, (cache["keys"], cache["values"])
-        )
+        S = encoder_out["source_padding_mask"][0].size(1)
+        hidden, (keys, values), attention = self.body.extend(
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, (cache["keys"], cache["values"]),
+            attention_keys=S if self.copy_heads else 0,
+        )  # fmt: skip
         if committed:
             cache = {
                 "keys": torch.cat([cache["keys"], torch.stack(keys)[:, :, :, :committed]], dim=3),
@@ -179,7 +205,31 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
                 "padding": torch.cat([cache["padding"], cache["padding"].new_zeros(B, committed)], dim=1),
             }
         self.set_incremental_state(incremental_state, "cache", cache)
-        return self.body.logits(hidden[:, -1:]), {"attn": [None], "inner_states": None}  # (B, 1, V)
+        hidden = hidden[:, -1:]  # (B, 1, C)
+        return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, 1)  # (B, 1, V)
+
+    def _extra(self, hidden, attention, encoder_out, T: int):
+        """fairseq's ``extra`` dict; with the copy mechanism, the copy attention ``attn``
+        ``(B, T, S)`` of the last ``T`` rows, their gate ``p_gen`` ``(B, T, 1)`` and the
+        source ids ``(B, S)`` it points at."""
+        if self.pointer is None:
+            return {"attn": [None], "inner_states": None}
+        source_hidden = encoder_out["encoder_out"][0]  # (S, B, C)
+        if self.copy_heads:
+            attn = attention[:, : self.copy_heads, -T:].mean(dim=1)  # (B, T, S)
+        else:
+            attn = self.pointer.attention(hidden, source_hidden, encoder_out["source_padding_mask"][0])
+        p_gen = self.pointer(hidden, attn, source_hidden)  # (B, T, 1)
+        return {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
+
+    def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
+        """The pointer-generator mixture when the copy mechanism is on, else the softmax."""
+        if self.pointer is None:
+            return super().get_normalized_probs(net_output, log_probs, sample)
+        extra = net_output[1] if len(net_output) > 1 else None
+        if not extra or "p_gen" not in extra:
+            raise ValueError("a copy model's probabilities need the decoder's extra output (p_gen, attn, src_tokens)")
+        return copy_mixture(net_output[0], extra["p_gen"], extra["attn"][0], extra["src_tokens"], log_probs)
 
     def reorder_incremental_state(self, incremental_state, new_order):
         cache = self.get_incremental_state(incremental_state, "cache")

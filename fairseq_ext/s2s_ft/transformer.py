@@ -87,6 +87,14 @@ class S2SFTLayer(nn.Module):
         """``(B, T, C)`` layer input -> keys and values ``(B, H, T, d)`` of these rows."""
         return split_heads(self.key(x), self.heads), split_heads(self.value(x), self.heads)
 
+    def attention_probs(self, x, keys, allowed):
+        """The attention weights of rows ``x`` ``(B, T, C)`` over ``keys`` ``(B, H, K, d)``
+        where ``allowed`` ``(B or 1, 1, T, K)``: ``(B, H, T, K)``, each row summing to 1
+        (without dropout; :meth:`forward` computes the same weights inside its fused core)."""
+        q = split_heads(self.query(x), self.heads)  # (B, H, T, d)
+        scores = q @ keys.transpose(-1, -2) * q.size(-1) ** -0.5  # (B, H, T, K)
+        return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+
     def forward(self, x, keys, values, allowed):
         """Rows ``x`` ``(B, T, C)`` attend to ``keys``/``values`` ``(B, H, K, d)`` where
         ``allowed`` ``(B or 1, 1, T, K)`` says so; returns the layer output ``(B, T, C)``."""
@@ -142,27 +150,39 @@ class S2SFTTransformer(nn.Module):
             x = layer(x, k, v, allowed)
         return x
 
-    def extend(self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None):
+    def extend(
+        self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None, attention_keys: int = 0
+    ):
         """Compute new rows against cached keys/values of earlier rows.
 
         Args:
             tokens, positions, token_types: LongTensor ``(B, T)`` of the new rows.
             allowed: bool ``(B or 1, 1, T, K + T)`` over ``[prefix; new rows]``.
             prefix: per-layer keys and values ``(B, H, K, d)`` of the earlier rows, or None.
-        Returns ``(hidden (B, T, C), (keys, values))`` where keys/values are those of the new
-        rows only, per layer ``(B, H, T, d)``.
+            attention_keys: when above 0, also return the last layer's attention weights
+                over the first ``attention_keys`` prefix keys alone (e.g. the source),
+                renormalized over them.
+        Returns ``(hidden (B, T, C), (keys, values), attention)`` where keys/values are those
+        of the new rows only, per layer ``(B, H, T, d)``, and ``attention`` is
+        ``(B, H, T, attention_keys)`` or None.
         """
+        if attention_keys and prefix is None:
+            raise ValueError("attention over prefix keys needs a prefix")
         x = self.embeddings(tokens, positions, token_types)  # (B, T, C)
-        new_keys, new_values = [], []
+        new_keys, new_values, attention = [], [], None
         for i, layer in enumerate(self.layers):
             k, v = layer.keys_values(x)  # (B, H, T, d)
             new_keys.append(k)
             new_values.append(v)
             if prefix is not None:
+                if attention_keys and i == len(self.layers) - 1:
+                    attention = layer.attention_probs(
+                        x, prefix[0][i][:, :, :attention_keys], allowed[..., :attention_keys]
+                    )  # (B, H, T, attention_keys)
                 k = torch.cat([prefix[0][i], k], dim=2)  # (B, H, K+T, d)
                 v = torch.cat([prefix[1][i], v], dim=2)
             x = layer(x, k, v, allowed)
-        return x, (new_keys, new_values)
+        return x, (new_keys, new_values), attention
 
     def logits(self, hidden):
         """``(B, T, C)`` -> vocabulary logits ``(B, T, V)``."""

@@ -66,6 +66,16 @@ class S2SFTConfig(FairseqDataclass):
     prepend_bos: bool = field(
         default=True, metadata={"help": "put <s> ([CLS] for BERT data) before every source, as BERT reads"}
     )
+    copy_heads: int = field(
+        default=0,
+        metadata={"help": "copy mechanism (pointer-generator, See et al. 2017): copy source tokens through "
+                  "the average of the last layer's first N attention heads over the source; 0 = off"},
+    )
+    copy_attention_dim: int = field(
+        default=0,
+        metadata={"help": "copy mechanism through an attention of its own (one head of this width, from the "
+                  "output states over the source's) instead of the last layer's heads; 0 = off"},
+    )
     init_from_hf: Optional[str] = field(
         default=None,
         metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
@@ -124,7 +134,10 @@ class S2SFTModel(S2SFTEncoderDecoder, InitFromPretrained):
             )
         )
         encoder = S2SFTEncoder(src_dict, body, prepend_bos=cfg.prepend_bos)
-        decoder = S2SFTDecoder(tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions)
+        decoder = S2SFTDecoder(
+            tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions, cfg.copy_heads,
+            cfg.copy_attention_dim,
+        )
         return cls(cfg, encoder, decoder, tgt_dict)
 
     def init_from_pretrained(self):

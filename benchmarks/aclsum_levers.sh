@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# One row of the ACLSum lever table (benchmarks/RESULTS.md, "Summaries that beat LEAD-3"):
+# s2s-ft from MiniLM-L6-H384 trained for a FIXED number of updates (comparable however busy the
+# machine is), validation ROUGE every VALID_EVERY updates (greedy), the checkpoint with the best
+# validation ROUGE-L decoded on valid and test (beam search), files2rouge; the row (wall and CPU
+# minutes, load, valid and test ROUGE) is appended to ${WORK}/levers.tsv.
+#
+#   NAME=copy COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
+#   NAME=abstract CORPUS=aclsum_abstract COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
+#   NAME=aspects CORPUS=aclsum_aspects MAX_TARGET=48 COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
+#   NAME=copy-beam BEAM=5 LENPEN=2.0 GENERATE_ONLY=1 bash benchmarks/aclsum_levers.sh  # decode NAME's checkpoint again
+#
+# Only validation figures choose anything (the checkpoint here; levers and decoding settings
+# in RESULTS.md); test figures are reported for the checkpoint validation chose.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${REPO}"
+# shellcheck disable=SC1091
+source .venv/bin/activate
+NAME="${NAME:?set NAME to name the row}"
+CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects
+COPY_HEADS="${COPY_HEADS:-0}"           # copy through the last layer's first N heads (0: not so)
+COPY_ATTENTION_DIM="${COPY_ATTENTION_DIM:-0}"  # copy through an attention of its own (0: not so)
+METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
+LR="${LR:-2e-4}"
+MAX_UPDATE="${MAX_UPDATE:-300}"
+TOTAL_UPDATES="${TOTAL_UPDATES:-${MAX_UPDATE}}"  # end of the linear decay (a screen: the first updates of a longer run)
+WARMUP="${WARMUP:-30}"
+BATCH_SIZE="${BATCH_SIZE:-8}"
+TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
+MAX_SOURCE="${MAX_SOURCE:-256}"
+MAX_TARGET="${MAX_TARGET:-128}"
+VALID_EVERY="${VALID_EVERY:-50}"
+GREEDY='{"beam": 1, "min_len": 40, "max_len_b": 127, "no_repeat_ngram_size": 3}'
+VALID_ARGS="${VALID_ARGS:-${GREEDY}}"   # validation decoding during training
+BEAM="${BEAM:-4}"
+LENPEN="${LENPEN:-1.0}"
+MIN_LEN="${MIN_LEN:-40}"
+MAX_LEN_B="${MAX_LEN_B:-$((MAX_TARGET - 1))}"
+NO_REPEAT="${NO_REPEAT:-3}"
+THREADS="${THREADS:-1}"
+SEED="${SEED:-1}"
+DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row gives the last greedy validation)
+GENERATE_ONLY="${GENERATE_ONLY:-}"      # non-empty: decode the checkpoint of CHECKPOINT_FROM (default NAME) again
+WORK="${WORK:-runs/levers}"
+LIMIT="${LIMIT:-}"
+
+DATA="data/${CORPUS}_wp${LIMIT:+_limit${LIMIT}}"
+RUN="${WORK}/${NAME}"
+CKPT_DIR="${WORK}/${CHECKPOINT_FROM:-${NAME}}/checkpoints"
+mkdir -p "${RUN}"
+export OMP_NUM_THREADS="${THREADS}"
+if [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
+    python -m preprocess.prepare_wordpiece --corpus "${CORPUS}" --out "${DATA}" ${LIMIT:+--limit "${LIMIT}"}
+fi
+per_document=1
+if [[ "${CORPUS}" == aclsum_aspects ]]; then per_document=3; fi
+
+load_sampler() {  # the 1-minute load average every 15 s, to describe how busy the machine was
+    while true; do cut -d' ' -f1 /proc/loadavg >> "${RUN}/load.txt"; sleep 15; done
+}
+: > "${RUN}/load.txt"
+load_sampler &
+sampler=$!
+trap 'kill "${sampler}" 2>/dev/null || true' EXIT
+
+train_wall=0 train_cpu=0
+if [[ -z "${GENERATE_ONLY}" ]]; then
+    rm -rf "${CKPT_DIR}"
+    minilm="$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')"
+    /usr/bin/time -f "%e %U %S" -o "${RUN}/train.time" fairseq-train "${DATA}/bin" --user-dir user_dir \
+        --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "${minilm}" \
+        --copy-heads "${COPY_HEADS}" --copy-attention-dim "${COPY_ATTENTION_DIM}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
+        --criterion s2s_ft --label-smoothing 0.1 \
+        --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \
+        --lr "${LR}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP}" --total-num-update "${TOTAL_UPDATES}" \
+        --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 \
+        --batch-size "${BATCH_SIZE}" --batch-size-valid 25 --required-batch-size-multiple 1 \
+        --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" \
+        --max-update "${MAX_UPDATE}" --max-epoch 100000 \
+        --validate-interval 100000 --save-interval 100000 \
+        --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates 1 \
+        --eval-rouge --eval-rouge-args "${VALID_ARGS}" \
+        --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric \
+        --save-dir "${CKPT_DIR}" --no-epoch-checkpoints --no-last-checkpoints \
+        --log-format json --log-interval 10 --num-workers 0 --seed "${SEED}" > "${RUN}/train.log" 2>&1 \
+        || { tail -20 "${RUN}/train.log" >&2; exit 1; }
+    read -r wall user sys < "${RUN}/train.time"
+    train_wall=$(python -c "print(round(${wall} / 60, 1))")
+    train_cpu=$(python -c "print(round((${user} + ${sys}) / 60, 1))")
+fi
+
+gen_start=$(date +%s)
+splits=(valid test)
+if [[ "${DECODE}" == 0 ]]; then splits=(); fi
+for split in "${splits[@]}"; do
+    fairseq-generate "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
+        --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
+        --batch-size 25 --required-batch-size-multiple 1 --num-workers 0 \
+        --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
+        --no-repeat-ngram-size "${NO_REPEAT}" \
+        --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
+    grep '^D-' "${RUN}/generate-${split}.txt" | sort -t- -k2 -n | cut -f3 > "${RUN}/${split}.pieces.hyp"
+    python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
+    python -m fairseq_ext.data.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"
+    files2rouge "${RUN}/${split}.hyp" "${RUN}/${split}.ref" -s "${RUN}/rouge-${split}.txt" > /dev/null
+done
+gen_minutes=$(python -c "print(round(($(date +%s) - ${gen_start}) / 60, 1))")
+
+python - "${RUN}" "${NAME}" "${MAX_UPDATE}" "${train_wall}" "${train_cpu}" "${gen_minutes}" "${WORK}/levers.tsv" <<'EOF'
+import json, re, sys
+from pathlib import Path
+
+run, name, updates, wall, cpu, gen, table = sys.argv[1:]
+run = Path(run)
+
+def rouge(path):
+    text = path.read_text()
+    return [round(100 * float(re.search(rf"ROUGE-{k} Average_F: ([0-9.]+)", text).group(1)), 2) for k in ("1", "2", "L")]
+
+loads = [float(x) for x in (run / "load.txt").read_text().split()]
+load = f"{min(loads):.1f}-{max(loads):.1f} (mean {sum(loads) / len(loads):.1f})" if loads else "?"
+best = ""
+log = run / "train.log"
+if log.exists():
+    valid = [json.loads(m.group(1)) for m in re.finditer(r"\| valid \| (\{.*\})", log.read_text())]
+    if valid:
+        top = max(valid, key=lambda v: float(v["valid_rougeL"]))
+        best = f'{top["valid_num_updates"]} ({top["valid_rougeL"]})'
+if (run / "rouge-valid.txt").exists():
+    scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) for split in ("valid", "test")]
+else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test
+    last = valid[-1]
+    scores = [f'greedy {last["valid_rouge1"]}/{last["valid_rouge2"]}/{last["valid_rougeL"]}, loss {last["valid_loss"]}', "-"]
+row = [name, updates, wall, cpu, gen, load, best, *scores]
+header = ["name", "updates", "train_wall_min", "train_cpu_min", "decode_min", "load_1min", "best_valid_update (greedy rougeL)",
+          "valid R1/R2/RL", "test R1/R2/RL"]
+path = Path(table)
+if not path.exists():
+    path.write_text("\t".join(header) + "\n")
+with path.open("a") as f:
+    f.write("\t".join(map(str, row)) + "\n")
+print("\t".join(header)); print("\t".join(map(str, row)))
+EOF

@@ -1,0 +1,95 @@
+"""A copy mechanism for any decoder that attends to its source: pointer-generator mixing.
+
+See, Liu and Manning, "Get To The Point: Summarization with Pointer-Generator Networks"
+(ACL 2017), Section 2.2. At every target step the decoder's attention over the source tokens
+doubles as a copy distribution, and a gate ``p_gen`` computed from the decoder state and the
+attention's context vector mixes it with the vocabulary distribution::
+
+    P(w) = p_gen * softmax(logits)[w] + (1 - p_gen) * sum_{j : source_j = w} attn_j
+
+Source and target share one vocabulary here (WordPiece, sentencepiece), so a source token
+is copied by its own id; a token the generator gives almost no probability (one seen only in
+this source) still gets the attention's mass. The mixture is a normalized distribution, so
+it is what a model's ``get_normalized_probs`` returns: fairseq's criterions and its
+``SequenceGenerator`` then train and decode the copy model unchanged.
+
+    hidden (B, T, C) --+
+    attn   (B, T, S) --+--> PointerGenerator --> p_gen (B, T, 1)
+    source (S, B, C) --+
+    logits (B, T, V), p_gen, attn, source ids (B, S) --> copy_mixture --> P or log P (B, T, V)
+"""
+
+import torch
+from torch import nn
+
+TINY = torch.finfo(torch.float32).tiny
+"""Floor under a mixed probability before its log (only reached when a softmax underflows)."""
+
+
+class PointerGenerator(nn.Module):
+    """The gate ``p_gen = sigmoid(w . [hidden; context] + b)`` of See et al. (Eq. 8), with
+    ``context = attn @ source_hidden`` the attention's context vector, and optionally the
+    pointer's own attention (:meth:`attention`).
+
+    Args:
+        embed_dim: width of the decoder's hidden states and of the source states.
+        attention_dim: when above 0, a single-head attention of this width from the decoder's
+            output states over the source's output states (Vinyals et al., "Pointer Networks",
+            2015), for a decoder whose own attention should not double as the copy attention.
+    """
+
+    def __init__(self, embed_dim: int, attention_dim: int = 0):
+        super().__init__()
+        self.gate = nn.Linear(2 * embed_dim, 1)
+        self.query = nn.Linear(embed_dim, attention_dim) if attention_dim else None
+        self.key = nn.Linear(embed_dim, attention_dim) if attention_dim else None
+
+    def attention(self, hidden, source_hidden, source_padding):
+        """The pointer's own attention: ``hidden (B, T, C)``, ``source_hidden (S, B, C)``,
+        ``source_padding`` bool ``(B, S)`` (True = pad) -> ``attn (B, T, S)``, rows summing to 1
+        and 0 on padding."""
+        if self.query is None:
+            raise ValueError("this pointer-generator has no attention of its own (attention_dim=0)")
+        q = self.query(hidden)  # (B, T, D)
+        k = self.key(source_hidden.transpose(0, 1))  # (B, S, D)
+        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5  # (B, T, S)
+        return torch.softmax(scores.float().masked_fill(source_padding[:, None, :], float("-inf")), dim=-1)
+
+    def forward(self, hidden, attn, source_hidden):
+        """``hidden (B, T, C)``, ``attn (B, T, S)`` (rows sum to 1), ``source_hidden (S, B, C)``
+        (fairseq's ``encoder_out["encoder_out"][0]`` layout) -> ``p_gen (B, T, 1)`` in (0, 1)."""
+        context = torch.bmm(attn.to(source_hidden.dtype), source_hidden.transpose(0, 1))  # (B, T, C)
+        return torch.sigmoid(self.gate(torch.cat([hidden, context], dim=-1)).float())  # (B, T, 1)
+
+
+def copy_distribution(attn, source_tokens, vocab_size: int):
+    """Attention over source positions -> a distribution over the vocabulary: each token
+    receives the attention of every position that holds it.
+
+    ``attn (B, T, S)``, ``source_tokens (B, S)`` -> ``(B, T, vocab_size)``.
+    """
+    B, T, S = attn.shape
+    if source_tokens.shape != (B, S):
+        raise ValueError(
+            f"copy attention covers {S} source positions but the source ids are {tuple(source_tokens.shape)}"
+        )
+    index = source_tokens[:, None, :].expand(B, T, S)  # (B, T, S)
+    return attn.new_zeros(B, T, vocab_size).scatter_add_(2, index, attn)  # (B, T, V)
+
+
+def copy_mixture(logits, p_gen, attn, source_tokens, log_probs: bool):
+    """The pointer-generator's output distribution, computed in float32.
+
+    Args:
+        logits: ``(B, T, V)`` the generator's unnormalized scores.
+        p_gen: ``(B, T, 1)`` probability of generating rather than copying.
+        attn: ``(B, T, S)`` copy attention; padding positions must hold 0.
+        source_tokens: ``(B, S)`` the ids at those positions.
+        log_probs: return ``log P`` instead of ``P``.
+    Returns ``(B, T, V)``; each row sums to 1 (in ``P``).
+    """
+    generate = torch.softmax(logits.float(), dim=-1)  # (B, T, V)
+    copy = copy_distribution(attn.float(), source_tokens, logits.size(-1))  # (B, T, V)
+    p_gen = p_gen.float()
+    mixed = p_gen * generate + (1 - p_gen) * copy  # (B, T, V)
+    return mixed.clamp_min(TINY).log() if log_probs else mixed

