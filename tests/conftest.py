@@ -70,7 +70,29 @@ def aclsum_bin(tmp_path_factory):
 @pytest.fixture(scope="session")
 def bart_tiny_checkpoint(aclsum_bin, tmp_path_factory):
     """``checkpoint_last.pt`` of one update of ``bart_summ_tiny`` on :func:`aclsum_bin`."""
-    save_dir = tmp_path_factory.mktemp("bart_tiny")
-    train(aclsum_bin, save_dir, "bart_summ_tiny",
-          ["--max-update", "1", "--max-tokens", "600", "--disable-validation", "--store-ema"])
-    return save_dir / "checkpoint_last.pt"
+    flags = ["--max-update", "1", "--max-tokens", "600", "--disable-validation", "--store-ema"]
+    return train(aclsum_bin, tmp_path_factory.mktemp("bart_tiny"), "bart_summ_tiny", flags) / "checkpoint_last.pt"
+
+
+# The doc blocks' table, printed after the test summary: what each block of README.md and docs/*.md
+# did and how long it took, from the ``doc_block`` property each test of
+# tests/docs/test_doc_commands.py records (pytest-xdist carries it back from its workers; this
+# hook lives here because only this conftest is loaded in pytest-xdist's controlling process).
+def pytest_terminal_summary(terminalreporter):
+    rows = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            properties = dict(getattr(report, "user_properties", ()))
+            if "doc_block" in properties and getattr(report, "when", "call") in ("setup", "call"):
+                name = report.nodeid.split("[", 1)[-1].rstrip("]")
+                rows[name] = properties["doc_block"]
+    if rows:
+        width = max(len(name) for name in rows)
+        terminalreporter.write_sep("-", "doc blocks (tests/docs/test_doc_commands.py)")
+        for name in sorted(rows, key=_page_and_line):
+            terminalreporter.write_line(f"{name:<{width}}  {rows[name]}")
+
+
+def _page_and_line(name):
+    page, _, line = name.rpartition(":")
+    return (page != "README.md", page, int(line) if line.isdigit() else 0)

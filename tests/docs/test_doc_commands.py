@@ -33,7 +33,7 @@ How a doc author makes a block runnable
       <!-- doc-test: skip runs the whole test suite, this test included -->
 
 The test of each block is named ``PAGE:LINE``; at the end of the session a table says which
-blocks ran, which were skipped and why, and how long each took (``tests/docs/conftest.py``).
+blocks ran, which were skipped and why, and how long each took (``tests/conftest.py``).
 The blocks of one page are one test class (``TestPage_docs_zcodepp_md``), so that they run in
 order in one process also under ``pytest -n 2 --dist loadscope``; torchrun gets a free port
 (``PET_MASTER_PORT``).
@@ -255,7 +255,7 @@ def pages(tmp_path_factory):
 
 def run_block(block, pages, record_property):
     """Runs one block; what happened is recorded as the test's ``doc_block`` property, which
-    ``tests/docs/conftest.py`` prints as a table at the end of the session."""
+    ``tests/conftest.py`` prints as a table at the end of the session."""
     if block.skip:
         record_property("doc_block", f"skipped: {block.skip}")
         pytest.skip(f"{block.name}: {block.skip}")
