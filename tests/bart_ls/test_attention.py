@@ -176,18 +176,25 @@ def dense_module_reference(attention, x, pattern, block):
     return attention.out_proj(out[0].transpose(0, 1).reshape(length, -1))  # (L, C)
 
 
+def length_sweep(mechanism, pooling, seed):
+    """A perturbed attention module (blocks of ``SWEEP_BLOCK``), the longest row (``filler``,
+    three blocks plus two) and one input of every length from 1 token to that, all ``(L, 1, 8)``."""
+    attention = perturb_parameters(build_attention(mechanism, pooling=pooling, block=SWEEP_BLOCK), seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    filler = torch.randn(3 * SWEEP_BLOCK + 2, 1, 8, generator=generator)
+    return attention, filler, [torch.randn(n, 1, 8, generator=generator) for n in range(1, len(filler) + 1)]
+
+
 @pytest.mark.parametrize("mechanism", sorted(DENSE_PATTERNS))
 def test_every_length_matches_dense_masked_attention(mechanism):
     """Every length from 1 token to three blocks plus two, alone and left-padded beside the
     longest row (as fairseq collates sources), against dense masked attention; global
     attention with 2 global tokens per block covers rows no longer than the global count."""
-    attention = perturb_parameters(build_attention(mechanism, pooling=False, block=SWEEP_BLOCK), seed=3)
-    longest = 3 * SWEEP_BLOCK + 2
-    generator = torch.Generator().manual_seed(3)
-    filler = torch.randn(longest, 1, 8, generator=generator)
+    attention, filler, inputs = length_sweep(mechanism, pooling=False, seed=3)
+    longest = len(filler)
     with torch.no_grad():
-        for length in range(1, longest + 1):
-            x = torch.randn(length, 1, 8, generator=generator)  # (L, 1, C)
+        for x in inputs:  # (L, 1, C)
+            length = len(x)
             alone, _ = attention(x, x, x)
             block = masks.effective_block_size(length, SWEEP_BLOCK)
             expected = dense_module_reference(attention, x[:, 0], DENSE_PATTERNS[mechanism], block)
@@ -207,13 +214,11 @@ def test_every_length_matches_dense_masked_attention(mechanism):
 def test_every_length_with_pooling_is_padding_invariant(mechanism):
     """Pooled attention at every length from 1 token: finite, and the same alone as left- or
     right-padded beside the longest row."""
-    attention = perturb_parameters(build_attention(mechanism, pooling=True, block=SWEEP_BLOCK), seed=4)
-    longest = 3 * SWEEP_BLOCK + 2
-    generator = torch.Generator().manual_seed(4)
-    filler = torch.randn(longest, 1, 8, generator=generator)
+    attention, filler, inputs = length_sweep(mechanism, pooling=True, seed=4)
+    longest = len(filler)
     with torch.no_grad():
-        for length in range(1, longest + 1):
-            x = torch.randn(length, 1, 8, generator=generator)
+        for x in inputs:
+            length = len(x)
             alone, _ = attention(x, x, x)
             assert torch.isfinite(alone).all()
             gap = torch.zeros(longest - length, 1, 8)

@@ -87,6 +87,12 @@ def copy_model(method, variant="last_layer_heads", seed=0):
     return model, d
 
 
+def copy_model_and_batch(method, variant):
+    """:func:`copy_model` and its dictionary with a toy batch (:func:`s2s_ft_models.batch`)."""
+    model, d = copy_model(method, variant)
+    return model, d, batch(d)
+
+
 def full_log_probs(model, src, lengths, prev):
     net_output = model.decoder(prev, model.encoder(src, lengths))
     return model.get_normalized_probs(net_output, log_probs=True)
@@ -113,8 +119,7 @@ def test_attention_read_out_is_the_layers_own_attention():
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
 def test_copy_model_probabilities_sum_to_one(method, variant):
-    model, d = copy_model(method, variant)
-    src, lengths, prev, _ = batch(d)
+    model, d, (src, lengths, prev, _) = copy_model_and_batch(method, variant)
     with torch.no_grad():
         logits, extra = model.decoder(prev, model.encoder(src, lengths))
         probs = model.get_normalized_probs((logits, extra), log_probs=False)
@@ -145,12 +150,10 @@ def test_gate_fully_open_is_the_plain_model(method, variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("method", ["causal", "masked", "pseudo"])
 def test_cached_decoding_equals_full_forward(method, variant):
-    model, d = copy_model(method, variant)
-    src, lengths, prev, _ = batch(d)
+    model, d, (src, lengths, prev, _) = copy_model_and_batch(method, variant)
     with torch.no_grad():
-        encoder_out = model.encoder(src, lengths)
-        full = model.get_normalized_probs(model.decoder(prev, encoder_out), log_probs=True)
-        state = {}
+        full = full_log_probs(model, src, lengths, prev)
+        encoder_out, state = model.encoder(src, lengths), {}
         for step in range(prev.size(1)):
             out = model.decoder(prev[:, : step + 1], encoder_out, incremental_state=state)
             lprobs = model.get_normalized_probs(out, log_probs=True)

@@ -234,3 +234,24 @@ def test_task_refuses_fewer_sentinels_than_spans():
     assert len(task(10).sentinels) == 10  # 200 tokens: 30 noise tokens in 10 spans
     with pytest.raises(ValueError, match="up to 10 spans: --num-sentinels must be at least that"):
         task(9)
+
+
+@pytest.mark.parametrize("family", ["zcodepp", "prophetnet"])
+def test_plain_text_tasks_refuse_blocks_or_targets_beyond_the_positions(family):
+    """Both pre-training tasks check their lengths at set-up (``PlainTextTask.check_lengths``):
+    a block longer than --max-source-positions, or targets longer than --max-target-positions."""
+    from user_dir.tasks.prophetnet_span_mask import ProphetNetSpanMaskConfig, ProphetNetSpanMaskTask
+    from user_dir.tasks.zcodepp_pretraining import ZCodeppPretrainingConfig, ZCodeppPretrainingTask
+
+    def task(**positions):
+        if family == "zcodepp":
+            cfg = ZCodeppPretrainingConfig(tokens_per_sample=200, num_sentinels=10, **positions)
+            return ZCodeppPretrainingTask(cfg, toy_dictionary(WORDS))
+        return ProphetNetSpanMaskTask(ProphetNetSpanMaskConfig(tokens_per_sample=200, **positions), toy_dictionary(WORDS))
+
+    task(max_source_positions=200, max_target_positions=200)
+    with pytest.raises(ValueError, match=r"--tokens-per-sample \(200\) exceeds --max-source-positions \(199\)"):
+        task(max_source_positions=199, max_target_positions=200)
+    with pytest.raises(ValueError, match=r"reach \d+ tokens, more than --max-target-positions \(8\)"):
+        task(max_source_positions=200, max_target_positions=8)
+
