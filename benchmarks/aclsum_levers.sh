@@ -14,7 +14,7 @@
 # in RESULTS.md); test figures are reported for the checkpoint validation chose.
 set -euo pipefail
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "${REPO}"
 # shellcheck disable=SC1091
 source .venv/bin/activate
@@ -101,10 +101,10 @@ for split in "${splits[@]}"; do
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
         --no-repeat-ngram-size "${NO_REPEAT}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
-    grep '^D-' "${RUN}/generate-${split}.txt" | sort -t- -k2 -n | cut -f3 > "${RUN}/${split}.pieces.hyp"
+    hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"
-    files2rouge "${RUN}/${split}.hyp" "${RUN}/${split}.ref" -s "${RUN}/rouge-${split}.txt" > /dev/null
+    rouge "${RUN}/${split}.hyp" "${RUN}/${split}.ref" "${RUN}/rouge-${split}.txt" > /dev/null
 done
 gen_minutes=$(python -c "print(round(($(date +%s) - ${gen_start}) / 60, 1))")
 

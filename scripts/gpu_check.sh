@@ -85,7 +85,7 @@ arch_of() {  # family -> architecture at ${SIZE}
     fi
 }
 
-family_args() {  # family -> corpus, then task, criterion and flags (as tests/test_distributed_e2e.py)
+family_args() {  # family -> corpus, then task, criterion and flags (as tests/training/test_distributed_e2e.py)
     case "$1" in
         bart) echo aclsum --task abstractive_summarization --criterion label_smoothed_cross_entropy \
                    --label-smoothing 0.1 --max-source-positions 512 --max-target-positions 160 ;;

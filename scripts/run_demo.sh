@@ -9,12 +9,16 @@
 #   LIMIT=8 MAX_EPOCH=1 bash scripts/run_demo.sh   # a quick run on the first 8 documents of each split
 #
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
-# TRAIN_ARGS and GEN_ARGS, and may set STOP_HOURS, LEAD_ARGS (how LEAD-3 reads the test papers)
-# and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect, joined before
-# scoring)). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
+# TRAIN_ARGS and GEN_ARGS, and may set STOP_HOURS, EVAL_ROUGE_ARGS, LEAD_ARGS (how LEAD-3 reads
+# the test papers) and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect,
+# joined before scoring)). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
+#
+# Every recipe's summaries come from the same checkpoint rule, so that the figures of different
+# MODELs compare: checkpoint_best.pt, the checkpoint with the best validation ROUGE-L (F1 of
+# greedy summaries of the validation set, decoded with EVAL_ROUGE_ARGS at every validation).
+# A recipe sets how often it validates, never which metric chooses the checkpoint.
 set -euo pipefail
-
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO}"
 MODEL="${MODEL:-bart}"
 RECIPE="scripts/demo/${MODEL}.sh"
@@ -26,6 +30,10 @@ fi
 bash scripts/setup_env.sh
 # shellcheck disable=SC1091
 source .venv/bin/activate
+# the schedule the recipes that train from scratch put in their TRAIN_ARGS ("${FROM_SCRATCH_ARGS[@]}"):
+# Adam, inverse square root after 50 warm-up updates, dropout 0.1, weight decay 0.01, clipping 1.0
+FROM_SCRATCH_ARGS=(--optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}" --lr-scheduler inverse_sqrt
+                   --warmup-updates 50 --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0)
 # shellcheck disable=SC1090
 source "${RECIPE}"
 
@@ -52,6 +60,13 @@ done
 if (( MAX_EPOCH < interval )); then
     TRAIN_ARGS+=(--validate-interval 1)
 fi
+if [[ " ${TRAIN_ARGS[*]} " == *" --best-checkpoint-metric "* ]]; then
+    echo "${RECIPE} chooses its checkpoint metric; the demo's rule is validation ROUGE-L (run_demo.sh)" >&2
+    exit 2
+fi
+EVAL_ROUGE_ARGS="${EVAL_ROUGE_ARGS:-{\"beam\": 1, \"min_len\": 40, \"max_len_b\": 140, \"no_repeat_ngram_size\": 3\}}"
+TRAIN_ARGS+=(--eval-rouge --eval-rouge-args "${EVAL_ROUGE_ARGS}"
+             --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric)
 
 echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h)"
 fairseq-train "${DATA}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
@@ -66,7 +81,7 @@ fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/c
     --gen-subset test --batch-size 16 --num-workers 0 "${GEN_ARGS[@]}" \
     --bpe sentencepiece --sentencepiece-model "${DATA}/bin/spm.model" \
     > "${WORK}/generate-test.txt"
-grep '^D-' "${WORK}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${WORK}/test.hyp"
+hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
 # the references: one document a line (per-aspect targets joined, as the summaries are)
 python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA}/raw/test.target" "${WORK}/test.ref"
 if [[ "${LINES_PER_DOCUMENT:-1}" != 1 ]]; then
@@ -83,8 +98,8 @@ fi
 python -m fairseq_ext.rouge.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 
 echo "== [4/4] files2rouge"
-files2rouge "${WORK}/test.hyp" "${WORK}/test.ref" -s "${WORK}/rouge-${MODEL}.txt" > /dev/null
-files2rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" -s "${WORK}/rouge-lead3.txt" > /dev/null
+rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
+rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     | tee "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"

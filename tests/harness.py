@@ -13,7 +13,6 @@ as the command line does.
 import argparse
 import contextlib
 import io
-import os
 import re
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from fairseq_cli import train as train_cli
 
 REPO = Path(__file__).resolve().parent.parent
 USER_DIR = str(REPO / "user_dir")
+TASK, CRITERION = "abstractive_summarization", "label_smoothed_cross_entropy"  # the harness defaults
 
 
 def prepare_corpus(corpus, out_dir, limit=None, vocab_size=500, extra=()):
@@ -38,14 +38,7 @@ def prepare_corpus(corpus, out_dir, limit=None, vocab_size=500, extra=()):
     return Path(out_dir) / "bin"
 
 
-def train(
-    data_dir,
-    save_dir,
-    arch,
-    extra=(),
-    task="abstractive_summarization",
-    criterion="label_smoothed_cross_entropy",
-):
+def train(data_dir, save_dir, arch, extra=(), task=TASK, criterion=CRITERION):
     """``fairseq-train DATA --user-dir user_dir --task ... --arch ARCH`` with small defaults
     (adam, lr 1e-3, one epoch, 2,000 tokens a batch); ``extra`` overrides any of them."""
     args = training_args(data_dir, save_dir, arch, extra, task, criterion)
@@ -58,14 +51,7 @@ def train(
     return Path(save_dir)
 
 
-def train_argv(
-    data_dir,
-    save_dir,
-    arch,
-    extra=(),
-    task="abstractive_summarization",
-    criterion="label_smoothed_cross_entropy",
-):
+def train_argv(data_dir, save_dir, arch, extra=(), task=TASK, criterion=CRITERION):
     """The command-line arguments :func:`train` hands to fairseq-train (also usable with the
     real ``fairseq-train`` binary, e.g. under torchrun)."""
     argv = [
@@ -79,8 +65,7 @@ def train_argv(
     return argv + [str(x) for x in extra]
 
 
-def training_args(data_dir, save_dir, arch, extra=(), task="abstractive_summarization",
-                  criterion="label_smoothed_cross_entropy"):
+def training_args(data_dir, save_dir, arch, extra=(), task=TASK, criterion=CRITERION):
     """The ``argparse.Namespace`` that :func:`train` parses (what legacy checkpoints store as ``args``)."""
     # the real fairseq-train imports --user-dir from sys.argv before it parses anything
     # (options.get_parser); with an argument list, import it the same way first

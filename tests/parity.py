@@ -114,3 +114,31 @@ def incremental_with_reorders(step, reorder, batch_size, num_steps, reorders):
             outputs = [out[order] for out in outputs]
         outputs.append(step(t, rows))
     return torch.stack(outputs, 1), rows
+
+
+def encoder_decoder_with_reorders(model, src, lengths, prev, full=None):
+    """:func:`incremental_with_reorders` for a fairseq encoder-decoder ``model`` (its
+    ``encoder``, ``decoder`` with an incremental state, ``reorder_encoder_out`` and
+    ``reorder_incremental_state_scripting``) under :data:`BEAM_REORDERS`, without gradients.
+
+    Returns ``(steps, full_output)``: the last-position logits of each step and the logits of a
+    full forward pass over the reordered rows, ``full(rows)`` (default
+    ``model(src[rows], lengths[rows], prev[rows])[0]``), which must be equal.
+    """
+    if full is None:
+        def full(rows):
+            return model(src[rows], lengths[rows], prev[rows])[0]
+
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            logits, _ = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return logits[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+        return steps, full(rows)

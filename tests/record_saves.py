@@ -1,6 +1,6 @@
 """``fairseq-train`` that also records which process writes which checkpoint file.
 
-Used by ``test_distributed_e2e.py`` under torchrun: every call of fairseq's
+Used by ``tests/training/test_distributed_e2e.py`` under torchrun: every call of fairseq's
 ``checkpoint_utils.torch_persistent_save`` (the one place a trainer writes a checkpoint) appends
 the file name to ``$RECORD_SAVES/rank<RANK>.txt``, then writes as usual.
 

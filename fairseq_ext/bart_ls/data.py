@@ -102,34 +102,24 @@ class ConcatenatedDocumentsDataset(FairseqDataset):
         return stream[offset: offset + end - start].long()  # (block,)
 
 
-class SpanCorruptionDataset(FairseqDataset):
-    """``{"id", "source", "target"}`` by T5 span corruption of each body, collated like
-    fairseq's ``LanguagePairDataset`` (``net_input`` with ``prev_output_tokens``)."""
+class NoisedBodiesDataset(FairseqDataset):
+    """What the pre-training datasets below share: the noise of item ``index`` is drawn from
+    ``seeded_generator(seed, epoch, index)``; the epoch moves on only with ``vary_with_epoch``
+    (validation keeps epoch 1's noise), and the bodies follow it (a new concatenation order);
+    an epoch iterator is never reused."""
 
-    def __init__(self, bodies, dictionary, sentinel_ids, noise_density, mean_span_length, seed,
-                 span_lengths=None, left_pad_source=True, vary_with_epoch=True):
+    def __init__(self, bodies, dictionary, seed, vary_with_epoch):
         super().__init__()
         self.vary_with_epoch = vary_with_epoch
         self.bodies = bodies
         self.dictionary = dictionary
-        self.sentinel_ids = torch.as_tensor(sentinel_ids, dtype=torch.long)
-        self.noise_density = noise_density
-        self.mean_span_length = mean_span_length
-        self.span_lengths = span_lengths
         self.seed = seed
-        self.left_pad_source = left_pad_source
-        self.set_epoch(1)
+        self.epoch = 1
 
     def set_epoch(self, epoch):
         self.epoch = epoch if self.vary_with_epoch else 1
         if hasattr(self.bodies, "set_epoch"):
             self.bodies.set_epoch(self.epoch)
-        if self.span_lengths:
-            generator = seeded_generator(self.seed, epoch, 0)
-            self.mean_spans = dynamic_mean_span(self.span_lengths, len(self.bodies), generator)
-        else:
-            self.mean_spans = np.full(len(self.bodies), float(self.mean_span_length))
-        self.src_sizes, self.tgt_sizes = corrupted_lengths(self.bodies.sizes, self.noise_density, self.mean_spans)
 
     @property
     def can_reuse_epoch_itr_across_epochs(self):
@@ -138,14 +128,40 @@ class SpanCorruptionDataset(FairseqDataset):
     def __len__(self):
         return len(self.bodies)
 
+    def generator(self, index):
+        return seeded_generator(self.seed, self.epoch, index)
+
+
+class SpanCorruptionDataset(NoisedBodiesDataset):
+    """``{"id", "source", "target"}`` by T5 span corruption of each body, collated like
+    fairseq's ``LanguagePairDataset`` (``net_input`` with ``prev_output_tokens``)."""
+
+    def __init__(self, bodies, dictionary, sentinel_ids, noise_density, mean_span_length, seed,
+                 span_lengths=None, left_pad_source=True, vary_with_epoch=True):
+        super().__init__(bodies, dictionary, seed, vary_with_epoch)
+        self.sentinel_ids = torch.as_tensor(sentinel_ids, dtype=torch.long)
+        self.noise_density = noise_density
+        self.mean_span_length = mean_span_length
+        self.span_lengths = span_lengths
+        self.left_pad_source = left_pad_source
+        self.set_epoch(1)
+
+    def set_epoch(self, epoch):
+        super().set_epoch(epoch)
+        if self.span_lengths:
+            generator = seeded_generator(self.seed, epoch, 0)
+            self.mean_spans = dynamic_mean_span(self.span_lengths, len(self.bodies), generator)
+        else:
+            self.mean_spans = np.full(len(self.bodies), float(self.mean_span_length))
+        self.src_sizes, self.tgt_sizes = corrupted_lengths(self.bodies.sizes, self.noise_density, self.mean_spans)
+
     @property
     def sizes(self):
         return self.src_sizes
 
     def __getitem__(self, index):
-        generator = seeded_generator(self.seed, self.epoch, index)
         body = self.bodies[index]
-        mask = random_spans_noise_mask(len(body), self.noise_density, float(self.mean_spans[index]), generator)
+        mask = random_spans_noise_mask(len(body), self.noise_density, float(self.mean_spans[index]), self.generator(index))
         source, target = corrupt_spans(body, mask, self.sentinel_ids, self.dictionary.eos(), bos=self.dictionary.bos())
         return {"id": index, "source": source, "target": target}
 
@@ -164,34 +180,17 @@ class SpanCorruptionDataset(FairseqDataset):
         return order[np.argsort(self.src_sizes[order], kind="mergesort")]
 
 
-class CandidateSpansDataset(FairseqDataset):
+class CandidateSpansDataset(NoisedBodiesDataset):
     """``{"id", "tokens", "candidates"}``: a body and a dense span mask (density
     ``candidate_density``) from which the model-based criterion keeps the hardest spans;
     ``noise_density`` (what the kept spans amount to) sizes the targets for batching."""
 
     def __init__(self, bodies, dictionary, candidate_density, mean_span_length, seed, noise_density,
                  vary_with_epoch=True):
-        super().__init__()
-        self.vary_with_epoch = vary_with_epoch
+        super().__init__(bodies, dictionary, seed, vary_with_epoch)
         self.noise_density = noise_density
-        self.bodies = bodies
-        self.dictionary = dictionary
         self.candidate_density = candidate_density
         self.mean_span_length = mean_span_length
-        self.seed = seed
-        self.epoch = 1
-
-    def set_epoch(self, epoch):
-        self.epoch = epoch if self.vary_with_epoch else 1
-        if hasattr(self.bodies, "set_epoch"):
-            self.bodies.set_epoch(self.epoch)
-
-    @property
-    def can_reuse_epoch_itr_across_epochs(self):
-        return False
-
-    def __len__(self):
-        return len(self.bodies)
 
     @property
     def sizes(self):
@@ -200,7 +199,7 @@ class CandidateSpansDataset(FairseqDataset):
     def __getitem__(self, index):
         body = self.bodies[index]
         mask = random_spans_noise_mask(len(body), self.candidate_density, self.mean_span_length,
-                                       seeded_generator(self.seed, self.epoch, index))
+                                       self.generator(index))
         return {"id": index, "tokens": body, "candidates": mask}
 
     def collater(self, samples):

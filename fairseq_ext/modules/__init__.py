@@ -13,6 +13,7 @@
 - :mod:`.pointer_generator`: a copy mechanism (See et al. 2017) mixing a source-attention copy
   distribution into a decoder's output distribution.
 - :mod:`.table_rows`: cut a pre-training checkpoint's embedding tables to a later phase's model.
+- :mod:`.transformer_config`: fairseq's ``TransformerConfig`` for fairseq layers in our models.
 
-Pure PyTorch (fairseq's ``LayerNorm`` aside); nothing here registers anything in fairseq.
+Pure PyTorch (fairseq's ``LayerNorm`` and ``TransformerConfig`` aside); nothing here registers anything in fairseq.
 """

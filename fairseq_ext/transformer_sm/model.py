@@ -20,10 +20,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
-from fairseq.models.transformer import TransformerConfig
 from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
+from ..modules.transformer_config import transformer_config
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
 
@@ -87,16 +87,8 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
     @staticmethod
     def layer_config(cfg):
         """fairseq's :class:`TransformerConfig` for one GPT block of these sizes."""
-        layer_cfg = TransformerConfig()
-        layer_cfg.dropout = cfg.dropout
-        layer_cfg.attention_dropout = cfg.attention_dropout
-        layer_cfg.activation_dropout = cfg.activation_dropout
-        layer_cfg.activation_fn = cfg.activation_fn
-        layer_cfg.decoder.embed_dim = cfg.embed_dim
-        layer_cfg.decoder.ffn_embed_dim = cfg.ffn_embed_dim
-        layer_cfg.decoder.attention_heads = cfg.attention_heads
-        layer_cfg.decoder.normalize_before = cfg.normalize_before
-        return layer_cfg
+        return transformer_config(cfg, "decoder", embed_dim=cfg.embed_dim, ffn_embed_dim=cfg.ffn_embed_dim,
+                                  attention_heads=cfg.attention_heads, normalize_before=cfg.normalize_before)
 
     # ------------------------------------------------------------------ forward
     def forward(

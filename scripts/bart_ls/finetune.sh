@@ -5,26 +5,16 @@
 #
 #   INIT=checkpoints/bart_ls_long_denoising/checkpoint_best.pt bash scripts/bart_ls/finetune.sh
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-DATA="${DATA:-data/aclsum_long/bin}"
 INIT="${INIT:?set INIT to a BART-LS checkpoint (pre-trained or converted)}"
-SAVE="${SAVE:-checkpoints/bart_ls_aclsum_long}"
-ARCH="${ARCH:-bart_ls_large}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-16384}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-1024}"
-BLOCK_SIZE="${BLOCK_SIZE:-1024}"
-POOLING_LAYERS="${POOLING_LAYERS:-4}"
-ATTENTION="${ATTENTION:-block}"
-QUERY="${QUERY:-}"
-LR="${LR:-3e-5}"
-MAX_UPDATE="${MAX_UPDATE:-10000}"
-MAX_TOKENS="${MAX_TOKENS:-16384}"
-UPDATE_FREQ="${UPDATE_FREQ:-4}"
-
-extra=()
-if [[ -n "${QUERY}" ]]; then
-    extra+=(--instruction "${QUERY}")
-fi
+defaults DATA=data/aclsum_long/bin SAVE=checkpoints/bart_ls_aclsum_long ARCH=bart_ls_large \
+    SOURCE_POSITIONS=16384 TARGET_POSITIONS=1024 BLOCK_SIZE=1024 POOLING_LAYERS=4 ATTENTION=block \
+    QUERY= LR=3e-5 MAX_UPDATE=10000 MAX_TOKENS=16384 UPDATE_FREQ=4
+if_set INSTRUCTION_ARGS --instruction "${QUERY}"
+# Adam (0.9, 0.98), 500 warm-up updates, then a linear decay to 0 at MAX_UPDATE
+defaults ADAM_BETAS="(0.9,0.98)" ADAM_EPS=1e-8 WEIGHT_DECAY=0.01 CLIP_NORM=0.1 WARMUP=500
+linear_decay_args "${MAX_UPDATE}"
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task abstractive_summarization --arch "${ARCH}" \
@@ -32,9 +22,7 @@ fairseq-train "${DATA}" --user-dir user_dir \
     --finetune-from-model "${INIT}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --encoder-attention "${ATTENTION}" --block-size "${BLOCK_SIZE}" --pooling-layers "${POOLING_LAYERS}" \
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR}" --lr-scheduler polynomial_decay \
-    --warmup-updates 500 --total-num-update "${MAX_UPDATE}" --max-update "${MAX_UPDATE}" \
-    --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 --clip-norm 0.1 \
+    "${SCHEDULE_ARGS[@]}" --max-update "${MAX_UPDATE}" --dropout 0.1 --attention-dropout 0.1 \
     --max-tokens "${MAX_TOKENS}" --update-freq "${UPDATE_FREQ}" \
     --save-dir "${SAVE}" --no-epoch-checkpoints --log-format simple --log-interval 10 \
-    "${extra[@]}" "$@"
+    "${INSTRUCTION_ARGS[@]}" "$@"

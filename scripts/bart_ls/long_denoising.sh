@@ -8,24 +8,16 @@
 # DATA must share the dictionary of the BART checkpoint (prepare it with
 # python -m preprocess.prepare --corpus wiki --spm-model M --srcdict D).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-DATA="${DATA:-data/wiki/bin}"
 BART="${BART:?set BART to a fairseq BART checkpoint}"
-SAVE="${SAVE:-checkpoints/bart_ls_long_denoising}"
-ARCH="${ARCH:-bart_ls_large}"
-DICT="${DICT:-${DATA}/dict.txt}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-16384}"
-TOKENS_PER_SAMPLE="${TOKENS_PER_SAMPLE:-8190}"
-BLOCK_SIZE="${BLOCK_SIZE:-1024}"
-POOLING_LAYERS="${POOLING_LAYERS:-4}"
-NUM_SENTINELS="${NUM_SENTINELS:-256}"
-NOISE_DENSITY="${NOISE_DENSITY:-0.0625}"
-MEAN_SPAN="${MEAN_SPAN:-3}"
-DYNAMIC_SPANS="${DYNAMIC_SPANS:-4,8,12}"
-LR="${LR:-1e-4}"
-MAX_UPDATE="${MAX_UPDATE:-100000}"
-MAX_TOKENS="${MAX_TOKENS:-16384}"
-UPDATE_FREQ="${UPDATE_FREQ:-1}"
+defaults DATA=data/wiki/bin SAVE=checkpoints/bart_ls_long_denoising ARCH=bart_ls_large
+defaults DICT="${DATA}/dict.txt" SOURCE_POSITIONS=16384 TOKENS_PER_SAMPLE=8190 BLOCK_SIZE=1024 POOLING_LAYERS=4 \
+    NUM_SENTINELS=256 NOISE_DENSITY=0.0625 MEAN_SPAN=3 DYNAMIC_SPANS=4,8,12 LR=1e-4 MAX_UPDATE=100000 \
+    MAX_TOKENS=16384 UPDATE_FREQ=1
+# Adam (0.9, 0.98), 500 warm-up updates, then a linear decay to 0 at MAX_UPDATE
+defaults ADAM_BETAS="(0.9,0.98)" ADAM_EPS=1e-8 WEIGHT_DECAY=0.01 CLIP_NORM=0.1 WARMUP=500
+linear_decay_args "${MAX_UPDATE}"
 
 mkdir -p "${SAVE}"
 INIT="${SAVE}/bart_ls_init/model.pt"
@@ -43,8 +35,6 @@ fairseq-train "${DATA}" --user-dir user_dir \
     --num-sentinels "${NUM_SENTINELS}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions 1024 \
     --block-size "${BLOCK_SIZE}" --pooling-layers "${POOLING_LAYERS}" \
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR}" --lr-scheduler polynomial_decay \
-    --warmup-updates 500 --total-num-update "${MAX_UPDATE}" --max-update "${MAX_UPDATE}" \
-    --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 --clip-norm 0.1 \
+    "${SCHEDULE_ARGS[@]}" --max-update "${MAX_UPDATE}" --dropout 0.1 --attention-dropout 0.1 \
     --max-tokens "${MAX_TOKENS}" --update-freq "${UPDATE_FREQ}" \
     --save-dir "${SAVE}" --no-epoch-checkpoints --log-format simple --log-interval 10 "$@"

@@ -1,7 +1,6 @@
 # Demo recipe: fairseq's own BART at a small size (bart_summ_small: 3+3 layers, 256 wide),
-# trained from scratch on ACLSum; the checkpoint kept is the one with the best validation
-# ROUGE-L. Sourced by scripts/run_demo.sh; every variable can be overridden from the
-# environment.
+# trained from scratch on ACLSum. Sourced by scripts/run_demo.sh; every variable can be
+# overridden from the environment.
 CORPUS="${CORPUS:-aclsum}"
 VOCAB_SIZE="${VOCAB_SIZE:-4000}"
 MAX_EPOCH="${MAX_EPOCH:-60}"
@@ -9,13 +8,9 @@ MAX_SOURCE="${MAX_SOURCE:-320}"
 TRAIN_ARGS=(
     --task abstractive_summarization --arch "${ARCH:-bart_summ_small}"
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
-    --lr-scheduler inverse_sqrt --warmup-updates 50
-    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    "${FROM_SCRATCH_ARGS[@]}"
     --max-tokens 6144 --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
-    --validate-interval 5 --eval-rouge
-    --eval-rouge-args '{"beam": 1, "min_len": 40, "max_len_b": 140, "no_repeat_ngram_size": 3}'
-    --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric
+    --validate-interval 5
 )
 GEN_ARGS=(
     --task abstractive_summarization

@@ -5,6 +5,7 @@
 CORPUS="${CORPUS:-aclsum_long}"
 VOCAB_SIZE="${VOCAB_SIZE:-4000}"
 MAX_EPOCH="${MAX_EPOCH:-40}"
+EVAL_ROUGE_ARGS='{"beam": 1, "min_len": 40, "max_len_b": 200, "no_repeat_ngram_size": 3}'
 TRAIN_ARGS=(
     --task abstractive_summarization --arch "${ARCH:-bart_ls_tiny}"
     --encoder-embed-dim 256 --decoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024
@@ -12,9 +13,7 @@ TRAIN_ARGS=(
     --encoder-attention "${ATTENTION:-block}" --block-size "${BLOCK_SIZE:-512}" --pooling-layers "${POOLING_LAYERS:-1}"
     --pooling-kernel 18 --pooling-stride 12 --pooling-padding 9
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
-    --lr-scheduler inverse_sqrt --warmup-updates 50
-    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    "${FROM_SCRATCH_ARGS[@]}"
     --max-tokens 8192 --max-source-positions "${SOURCE_POSITIONS:-4096}" --max-target-positions 512
 )
 GEN_ARGS=(

@@ -7,9 +7,7 @@ MAX_EPOCH="${MAX_EPOCH:-40}"
 TRAIN_ARGS=(
     --task abstractive_summarization --arch "${ARCH:-prophetnet_summ_small}" --ngram "${NGRAM:-2}"
     --criterion ngram_language_loss --label-smoothing 0.1 --ngram-gamma "${GAMMA:-1.0}"
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
-    --lr-scheduler inverse_sqrt --warmup-updates 50
-    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    "${FROM_SCRATCH_ARGS[@]}"
     --max-tokens 8192 --max-source-positions 512 --max-target-positions 160
 )
 GEN_ARGS=(

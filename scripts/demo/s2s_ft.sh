@@ -16,13 +16,10 @@ MAX_EPOCH="${MAX_EPOCH:-10}"
 if [[ "${CORPUS}" == "aclsum_wp" && ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus aclsum --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
 fi
-case "${S2S_INIT}" in
-    minilm) S2S_INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')") ;;
-    none) S2S_INIT_ARGS=() ;;
-    *) S2S_INIT_ARGS=(--init-from-hf "${S2S_INIT}") ;;
-esac
+hf_init_args "${S2S_INIT}"
+EVAL_ROUGE_ARGS='{"beam": 1, "min_len": 40, "max_len_b": 127, "no_repeat_ngram_size": 3}'
 TRAIN_ARGS=(
-    --task s2s_ft_summarization --arch "${ARCH:-s2s_ft_minilm_l6_h384}" "${S2S_INIT_ARGS[@]}"
+    --task s2s_ft_summarization --arch "${ARCH:-s2s_ft_minilm_l6_h384}" "${INIT_ARGS[@]}"
     --s2s-method "${S2S_METHOD}" --target-mask-prob "${TARGET_MASK_PROB:-0.5}"
     --criterion s2s_ft --label-smoothing 0.1
     --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01

@@ -27,7 +27,7 @@ if [[ ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
 fi
 TRAIN_ARGS=(
     --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
-    --init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')"
+    --init-from-hf "$(minilm_dir)"
     --copy-heads "${COPY_HEADS:-1}" --s2s-method "${S2S_METHOD:-pseudo}" --target-mask-prob "${TARGET_MASK_PROB:-0.2}"
     --criterion s2s_ft --label-smoothing 0.1
     --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01
@@ -38,10 +38,9 @@ TRAIN_ARGS=(
     --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
     --validate-interval 100000 --save-interval 100000
     --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates 1
-    --no-last-checkpoints --eval-rouge
-    --eval-rouge-args "{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
-    --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric
+    --no-last-checkpoints
 )
+EVAL_ROUGE_ARGS="{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
 GEN_ARGS=(
     --task s2s_ft_summarization --required-batch-size-multiple 1
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"

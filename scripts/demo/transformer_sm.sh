@@ -18,7 +18,6 @@ TRAIN_ARGS=(
     --weight-decay 0.01 --clip-norm 1.0
     --max-tokens 8192 --required-batch-size-multiple 1
     --max-source-positions 512 --max-target-positions 160
-    --best-checkpoint-metric summary_nll_loss
 )
 GEN_ARGS=(
     --task transformer_sm

@@ -1,9 +1,8 @@
 # Demo recipe: Z-Code++ (disentangled-attention encoder + standard decoder) at a small size
 # (3 + 3 layers, 256 wide, 4 heads, 64 relative buckets up to distance 256), trained from
 # scratch on ACLSum with the BART demo's settings (no pre-training: the main job's two CPU
-# cores do not allow it; scripts/zcodepp/ holds the full pipeline); the checkpoint kept is the
-# one with the best validation ROUGE-L. Sourced by scripts/run_demo.sh; every variable can be
-# overridden from the environment.
+# cores do not allow it; scripts/zcodepp/ holds the full pipeline). Sourced by
+# scripts/run_demo.sh; every variable can be overridden from the environment.
 CORPUS="${CORPUS:-aclsum}"
 VOCAB_SIZE="${VOCAB_SIZE:-4000}"
 MAX_EPOCH="${MAX_EPOCH:-60}"
@@ -16,13 +15,9 @@ TRAIN_ARGS=(
     --relative-buckets "${BUCKETS:-64}" --relative-max-distance "${MAX_DISTANCE:-256}"
     --fie-chunk-size "${FIE_CHUNK:-0}"
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-    --optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}"
-    --lr-scheduler inverse_sqrt --warmup-updates 50
-    --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0
+    "${FROM_SCRATCH_ARGS[@]}"
     --max-tokens 6144 --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
-    --validate-interval 5 --eval-rouge
-    --eval-rouge-args '{"beam": 1, "min_len": 40, "max_len_b": 140, "no_repeat_ngram_size": 3}'
-    --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric
+    --validate-interval 5
 )
 GEN_ARGS=(
     --task abstractive_summarization --required-batch-size-multiple 1

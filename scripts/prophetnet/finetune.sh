@@ -14,6 +14,7 @@
 #       bash scripts/prophetnet/finetune.sh
 #   PRESET=gigaword DATA=data/gigaword/bin INIT=converted/checkpoint.pt bash scripts/prophetnet/finetune.sh
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PRESET="${PRESET:-cnndm}"
 case "${PRESET}" in
@@ -21,26 +22,11 @@ case "${PRESET}" in
     gigaword) default_batch=128 default_source=128 default_target=64 ;;
     *) echo "unknown PRESET=${PRESET} (cnndm or gigaword)" >&2; exit 2 ;;
 esac
-DATA="${DATA:-data/aclsum/bin}"
-INIT="${INIT:-}"
-SAVE="${SAVE:-checkpoints/prophetnet_${PRESET}}"
-ARCH="${ARCH:-prophetnet_summ_large}"
-NGRAM="${NGRAM:-2}"
-GAMMA="${GAMMA:-1.0}"
-LR="${LR:-1e-4}"
-WARMUP="${WARMUP:-1000}"
-MAX_EPOCH="${MAX_EPOCH:-10}"
-LABEL_SMOOTHING="${LABEL_SMOOTHING:-0.1}"
-BATCH="${BATCH:-${default_batch}}"
-BATCH_SIZE="${BATCH_SIZE:-8}"
-UPDATE_FREQ="${UPDATE_FREQ:-$(( BATCH / BATCH_SIZE ))}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-${default_source}}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-${default_target}}"
-
-extra=()
-if [[ -n "${INIT}" ]]; then
-    extra+=(--finetune-from-model "${INIT}")
-fi
+defaults DATA=data/aclsum/bin INIT= SAVE="checkpoints/prophetnet_${PRESET}" ARCH=prophetnet_summ_large NGRAM=2 \
+    GAMMA=1.0 LR=1e-4 WARMUP=1000 MAX_EPOCH=10 LABEL_SMOOTHING=0.1 BATCH="${default_batch}" BATCH_SIZE=8 \
+    SOURCE_POSITIONS="${default_source}" TARGET_POSITIONS="${default_target}"
+defaults UPDATE_FREQ="$(( BATCH / BATCH_SIZE ))"
+if_set init_args --finetune-from-model "${INIT}"
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task abstractive_summarization \
@@ -52,4 +38,4 @@ fairseq-train "${DATA}" --user-dir user_dir \
     --max-epoch "${MAX_EPOCH}" --batch-size "${BATCH_SIZE}" --update-freq "${UPDATE_FREQ}" \
     --dropout 0.1 --attention-dropout 0.1 \
     --save-dir "${SAVE}" --no-epoch-checkpoints --log-format simple --log-interval 50 \
-    "${extra[@]}" "$@"
+    "${init_args[@]}" "$@"

@@ -9,6 +9,7 @@
 # Data binarized with the BERT dictionary of converted checkpoints decodes with
 # BPE_ARGS="--bpe bert --bpe-vocab-file vocab.txt" instead of the sentencepiece default.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PRESET="${PRESET:-cnndm}"
 case "${PRESET}" in
@@ -16,19 +17,11 @@ case "${PRESET}" in
     gigaword) beam=4 lenpen=1.0 min_len=1 max_len=64 no_repeat=0 ;;
     *) echo "unknown PRESET=${PRESET} (cnndm or gigaword)" >&2; exit 2 ;;
 esac
-DATA="${DATA:-data/aclsum/bin}"
 CHECKPOINT="${CHECKPOINT:?set CHECKPOINT to a ProphetNet checkpoint}"
-REF="${REF:-$(dirname "${DATA}")/raw/test.target}"
-OUT="${OUT:-$(dirname "${CHECKPOINT}")/generate-${PRESET}}"
-SUBSET="${SUBSET:-test}"
-BEAM="${BEAM:-${beam}}"
-LENPEN="${LENPEN:-${lenpen}}"
-MIN_LEN="${MIN_LEN:-${min_len}}"
-MAX_LEN_B="${MAX_LEN_B:-${max_len}}"
-NO_REPEAT="${NO_REPEAT:-${no_repeat}}"
-BATCH_SIZE="${BATCH_SIZE:-32}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-512}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-140}"
+defaults DATA=data/aclsum/bin SUBSET=test
+defaults REF="$(dirname "${DATA}")/raw/test.target" OUT="$(dirname "${CHECKPOINT}")/generate-${PRESET}" \
+    BEAM="${beam}" LENPEN="${lenpen}" MIN_LEN="${min_len}" MAX_LEN_B="${max_len}" NO_REPEAT="${no_repeat}" \
+    BATCH_SIZE=32 SOURCE_POSITIONS=512 TARGET_POSITIONS=140
 read -r -a bpe_args <<< "${BPE_ARGS:---bpe sentencepiece --sentencepiece-model ${DATA}/spm.model}"
 
 mkdir -p "${OUT}"
@@ -39,6 +32,6 @@ fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization 
     --no-repeat-ngram-size "${NO_REPEAT}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     "${bpe_args[@]}" "$@" > "${OUT}/generate-${SUBSET}.txt"
-grep '^D-' "${OUT}/generate-${SUBSET}.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/${SUBSET}.hyp"
+hypotheses "${OUT}/generate-${SUBSET}.txt" "${OUT}/${SUBSET}.hyp"
 echo "hypotheses: ${OUT}/${SUBSET}.hyp"
-files2rouge "${OUT}/${SUBSET}.hyp" "${REF}" -s "${OUT}/rouge.txt"
+rouge "${OUT}/${SUBSET}.hyp" "${REF}" "${OUT}/rouge.txt"

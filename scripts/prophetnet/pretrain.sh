@@ -8,20 +8,11 @@
 #   bash scripts/prophetnet/pretrain.sh                      # ARCH=prophetnet_summ_large
 #   ARCH=prophetnet_summ_base MAX_UPDATE=125000 bash scripts/prophetnet/pretrain.sh
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-DATA="${DATA:-data/wiki/bin}"
-SAVE="${SAVE:-checkpoints/prophetnet_pretrain}"
-ARCH="${ARCH:-prophetnet_summ_large}"
-NGRAM="${NGRAM:-2}"
-GAMMA="${GAMMA:-1.0}"
-TOKENS_PER_SAMPLE="${TOKENS_PER_SAMPLE:-512}"
-SPAN_CHUNK="${SPAN_CHUNK:-64}"
-MASK_PROB="${MASK_PROB:-0.15}"
-LR="${LR:-3e-4}"
-WARMUP="${WARMUP:-10000}"
-MAX_UPDATE="${MAX_UPDATE:-500000}"
-BATCH_SIZE="${BATCH_SIZE:-16}"
-UPDATE_FREQ="${UPDATE_FREQ:-64}"
+defaults DATA=data/wiki/bin SAVE=checkpoints/prophetnet_pretrain ARCH=prophetnet_summ_large NGRAM=2 GAMMA=1.0 \
+    TOKENS_PER_SAMPLE=512 SPAN_CHUNK=64 MASK_PROB=0.15 LR=3e-4 WARMUP=10000 MAX_UPDATE=500000 BATCH_SIZE=16 \
+    UPDATE_FREQ=64
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task prophetnet_span_mask --tokens-per-sample "${TOKENS_PER_SAMPLE}" \

@@ -14,34 +14,17 @@
 # up to 64 target positions, validation BLEU with greedy decoding. INIT: a pre-trained or
 # converted checkpoint (empty: from scratch). Extra fairseq-train arguments go after the name.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 DATA="${DATA:?set DATA to binarized question-generation data, e.g. data/squad_qg/bin}"
 SAVE_DIR="${SAVE_DIR:?set SAVE_DIR, e.g. runs/qg/prophetnet}"
-INIT="${INIT:-}"
-ARCH="${ARCH:-prophetnet_summ_large}"
-NGRAM="${NGRAM:-2}"
-LR="${LR:-1e-5}"
-WARMUP="${WARMUP:-1000}"
-MAX_EPOCH="${MAX_EPOCH:-10}"
-MAX_UPDATE="${MAX_UPDATE:-0}"           # 0: no limit
-BATCH_SIZE="${BATCH_SIZE:-7}"
-UPDATE_FREQ="${UPDATE_FREQ:-4}"         # 7 x 4 = the paper's batch of 28
-LABEL_SMOOTHING="${LABEL_SMOOTHING:-0.1}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-512}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-64}"
-BEAM="${BEAM:-5}"
-LENPEN="${LENPEN:-1.5}"
-NO_REPEAT="${NO_REPEAT:-3}"
-SUBSET="${SUBSET:-test}"
-REF="${REF:-$(dirname "${DATA}")/raw/${SUBSET}.target}"
-SEED="${SEED:-1}"
-
-init_args=()
-if [[ -n "${INIT}" ]]; then
-    init_args+=(--finetune-from-model "${INIT}")
-fi
+# MAX_UPDATE 0: no limit; BATCH_SIZE 7 x UPDATE_FREQ 4 = the paper's batch of 28
+defaults INIT= ARCH=prophetnet_summ_large NGRAM=2 LR=1e-5 WARMUP=1000 MAX_EPOCH=10 MAX_UPDATE=0 BATCH_SIZE=7 \
+    UPDATE_FREQ=4 LABEL_SMOOTHING=0.1 SOURCE_POSITIONS=512 TARGET_POSITIONS=64 BEAM=5 LENPEN=1.5 NO_REPEAT=3 \
+    SUBSET=test SEED=1
+defaults REF="$(dirname "${DATA}")/raw/${SUBSET}.target"
+if_set init_args --finetune-from-model "${INIT}"
 
 mkdir -p "${SAVE_DIR}"
 fairseq-train "${DATA}" --user-dir user_dir --task abstractive_summarization \
@@ -65,6 +48,6 @@ fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization 
     --max-len-a 0 --max-len-b "$((TARGET_POSITIONS - 1))" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" > "${SAVE_DIR}/generate-${SUBSET}.txt"
-grep '^D-' "${SAVE_DIR}/generate-${SUBSET}.txt" | sort -t- -k2 -n | cut -f3 > "${SAVE_DIR}/${SUBSET}.hyp"
+hypotheses "${SAVE_DIR}/generate-${SUBSET}.txt" "${SAVE_DIR}/${SUBSET}.hyp"
 python -m fairseq_ext.scoring.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
     | tee "${SAVE_DIR}/${SUBSET}.scores.txt"

@@ -6,8 +6,8 @@
 #   bash scripts/s2s_ft/aclsum_compare.sh                 # the reported CPU budget (~20 min a system)
 #   MAX_UPDATE=600 UPDATE_FREQ=8 bash scripts/s2s_ft/aclsum_compare.sh   # a real budget
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 WORK="${WORK:-runs/s2s_ft_aclsum}"
 DATA_DIR="${DATA_DIR:-data/aclsum_wp}"
@@ -41,7 +41,7 @@ for init in ${SYSTEMS}; do
 done
 wait
 decode_one() {
-    DATA="${DATA_DIR}/bin" CKPT="${WORK}/$1/checkpoint_last.pt" OUT="${WORK}/$1" PRESET=aclsum \
+    DATA="${DATA_DIR}/bin" CHECKPOINT="${WORK}/$1/checkpoint_last.pt" OUT="${WORK}/$1" PRESET=aclsum \
         OMP_NUM_THREADS="${THREADS:-1}" bash scripts/s2s_ft/decode.sh
 }
 for init in ${SYSTEMS}; do
@@ -49,10 +49,10 @@ for init in ${SYSTEMS}; do
 done
 wait
 for init in ${SYSTEMS}; do
-    files2rouge "${WORK}/${init}/test.hyp" "${DATA_DIR}/raw/test.target" -s "${WORK}/rouge-${init}.txt" > /dev/null
+    rouge "${WORK}/${init}/test.hyp" "${DATA_DIR}/raw/test.target" "${WORK}/rouge-${init}.txt" > /dev/null
 done
 python -m fairseq_ext.rouge.lead --source "${DATA_DIR}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
-files2rouge "${WORK}/lead3.hyp" "${DATA_DIR}/raw/test.target" -s "${WORK}/rouge-lead3.txt" > /dev/null
+rouge "${WORK}/lead3.hyp" "${DATA_DIR}/raw/test.target" "${WORK}/rouge-lead3.txt" > /dev/null
 tables=()
 for init in ${SYSTEMS}; do tables+=("s2s-ft ${METHOD} (init ${init})=${WORK}/rouge-${init}.txt"); done
 python scripts/rouge_table.py "${tables[@]}" "LEAD-3=${WORK}/rouge-lead3.txt" | tee "${WORK}/results.md"

@@ -2,7 +2,7 @@
 # s2s-ft decoding through fairseq-generate (cached, beam search), with the paper's Table 8
 # settings per benchmark as overridable variables, then the hypotheses one per line.
 #
-#   DATA=data/aclsum_wp/bin CKPT=runs/s2s_ft/minilm/checkpoint_last.pt OUT=runs/s2s_ft/minilm \
+#   DATA=data/aclsum_wp/bin CHECKPOINT=runs/s2s_ft/minilm/checkpoint_last.pt OUT=runs/s2s_ft/minilm \
 #       PRESET=aclsum bash scripts/s2s_ft/decode.sh
 #
 # PRESET   max input  max output  beam  length penalty  min output   (Table 8)
@@ -14,13 +14,13 @@
 # Inputs + outputs beyond the model's positions (512 for BERT/MiniLM) are refused at load time:
 # lower MAX_SOURCE for cnndm/xsum with a 512-position model.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 DATA="${DATA:?set DATA to the binarized data}"
-CKPT="${CKPT:?set CKPT to a checkpoint}"
+CHECKPOINT="${CHECKPOINT:?set CHECKPOINT to a checkpoint}"
 OUT="${OUT:?set OUT to an output directory}"
-PRESET="${PRESET:-aclsum}"
+defaults PRESET=aclsum
 case "${PRESET}" in
     cnndm) P=(608 160 5 0.9 48) ;;
     xsum) P=(720 48 8 0.7 1) ;;
@@ -29,21 +29,15 @@ case "${PRESET}" in
     aclsum) P=(380 128 4 1.0 40) ;;
     *) echo "unknown PRESET=${PRESET} (cnndm xsum squad_qg gigaword_fr aclsum)" >&2; exit 2 ;;
 esac
-MAX_SOURCE="${MAX_SOURCE:-${P[0]}}"
-MAX_TARGET="${MAX_TARGET:-${P[1]}}"
-BEAM="${BEAM:-${P[2]}}"
-LENPEN="${LENPEN:-${P[3]}}"
-MIN_LEN="${MIN_LEN:-${P[4]}}"
-NO_REPEAT="${NO_REPEAT:-3}"
-SUBSET="${SUBSET:-test}"
-BATCH_SIZE="${BATCH_SIZE:-16}"
+defaults MAX_SOURCE="${P[0]}" MAX_TARGET="${P[1]}" BEAM="${P[2]}" LENPEN="${P[3]}" MIN_LEN="${P[4]}" NO_REPEAT=3 \
+    SUBSET=test BATCH_SIZE=16
 
 mkdir -p "${OUT}"
-fairseq-generate "${DATA}" --user-dir user_dir --task s2s_ft_summarization --path "${CKPT}" \
+fairseq-generate "${DATA}" --user-dir user_dir --task s2s_ft_summarization --path "${CHECKPOINT}" \
     --gen-subset "${SUBSET}" --batch-size "${BATCH_SIZE}" --required-batch-size-multiple 1 --num-workers 0 \
     --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --no-repeat-ngram-size "${NO_REPEAT}" \
     --max-len-a 0 --max-len-b "$((MAX_TARGET - 1))" \
     --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" "$@" \
     > "${OUT}/generate-${SUBSET}.txt"
-grep '^D-' "${OUT}/generate-${SUBSET}.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/${SUBSET}.hyp"
+hypotheses "${OUT}/generate-${SUBSET}.txt" "${OUT}/${SUBSET}.hyp"
 echo "wrote ${OUT}/${SUBSET}.hyp ($(wc -l < "${OUT}/${SUBSET}.hyp") summaries)"

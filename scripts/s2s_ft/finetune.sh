@@ -12,39 +12,21 @@
 # The data must use that checkpoint's vocabulary (python -m preprocess.prepare_wordpiece).
 # Extra fairseq-train arguments go after the script name.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 DATA="${DATA:?set DATA to binarized WordPiece data, e.g. data/aclsum_wp/bin}"
 SAVE_DIR="${SAVE_DIR:?set SAVE_DIR, e.g. runs/s2s_ft/minilm}"
-ARCH="${ARCH:-s2s_ft_minilm_l6_h384}"
-INIT="${INIT:-minilm}"
-METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
-LR="${LR:-7e-5}"                        # base: 5e-5, 7e-5, 1e-4; large: 1e-5 .. 3e-5
-BATCH_SIZE="${BATCH_SIZE:-8}"
-UPDATE_FREQ="${UPDATE_FREQ:-8}"         # 8 x 8 = Table 7's batch of 64
-MAX_EPOCH="${MAX_EPOCH:-20}"            # 10, 15, 20, 30
-MAX_UPDATE="${MAX_UPDATE:-0}"           # 0: no limit
-TOTAL_UPDATES="${TOTAL_UPDATES:-20000}" # end of the linear decay
-WARMUP="${WARMUP:-1000}"
-LABEL_SMOOTHING="${LABEL_SMOOTHING:-0.1}"
-ADAM_EPS="${ADAM_EPS:-1e-6}"
-ADAM_BETAS="${ADAM_BETAS:-(0.9,0.999)}"
-CLIP_NORM="${CLIP_NORM:-1.0}"
-DROPOUT="${DROPOUT:-0.1}"
-WEIGHT_DECAY="${WEIGHT_DECAY:-0.01}"
-TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.5}" # 0.4 .. 0.7
-SOURCE_MASK_PROB="${SOURCE_MASK_PROB:-0.0}"
-MAX_SOURCE="${MAX_SOURCE:-380}"         # + 1 for [CLS] + MAX_TARGET must fit 512 positions
-MAX_TARGET="${MAX_TARGET:-128}"
-SEED="${SEED:-1}"
+# METHOD: causal | masked | pseudo; LR: base 5e-5, 7e-5, 1e-4, large 1e-5 .. 3e-5; BATCH_SIZE 8 x
+# UPDATE_FREQ 8 = Table 7's batch of 64; MAX_EPOCH: 10, 15, 20, 30; MAX_UPDATE 0: no limit;
+# TOTAL_UPDATES: the end of the linear decay; TARGET_MASK_PROB: 0.4 .. 0.7; MAX_SOURCE + 1 ([CLS])
+# + MAX_TARGET must fit 512 positions
+defaults ARCH=s2s_ft_minilm_l6_h384 INIT=minilm METHOD=pseudo LR=7e-5 BATCH_SIZE=8 UPDATE_FREQ=8 MAX_EPOCH=20 \
+    MAX_UPDATE=0 TOTAL_UPDATES=20000 WARMUP=1000 LABEL_SMOOTHING=0.1 ADAM_EPS=1e-6 ADAM_BETAS="(0.9,0.999)" \
+    CLIP_NORM=1.0 DROPOUT=0.1 WEIGHT_DECAY=0.01 TARGET_MASK_PROB=0.5 SOURCE_MASK_PROB=0.0 MAX_SOURCE=380 \
+    MAX_TARGET=128 SEED=1
 THREADS="${OMP_NUM_THREADS:-2}"
-
-case "${INIT}" in
-    minilm) INIT_ARGS=(--init-from-hf "$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')") ;;
-    none) INIT_ARGS=() ;;
-    *) INIT_ARGS=(--init-from-hf "${INIT}") ;;
-esac
+hf_init_args "${INIT}"
 
 mkdir -p "${SAVE_DIR}"
 OMP_NUM_THREADS="${THREADS}" fairseq-train "${DATA}" --user-dir user_dir \

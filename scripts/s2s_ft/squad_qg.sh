@@ -16,12 +16,12 @@
 # lower-cased, accents stripped), the text validation BLEU scores. Every variable of
 # finetune.sh (INIT, ARCH, METHOD, BATCH_SIZE, UPDATE_FREQ, ...) applies.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${REPO}"
 DATA="${DATA:?set DATA to binarized WordPiece question-generation data, e.g. data/squad_qg_wp/bin}"
 SAVE_DIR="${SAVE_DIR:?set SAVE_DIR, e.g. runs/qg/s2s_ft}"
-SUBSET="${SUBSET:-test}"
+defaults SUBSET=test
 export DATA SAVE_DIR
 export LR="${LR:-7e-5}" MAX_EPOCH="${MAX_EPOCH:-10}"
 export MAX_SOURCE="${MAX_SOURCE:-384}" MAX_TARGET="${MAX_TARGET:-32}"
@@ -29,9 +29,9 @@ export MAX_SOURCE="${MAX_SOURCE:-384}" MAX_TARGET="${MAX_TARGET:-32}"
 bash "${REPO}/scripts/s2s_ft/finetune.sh" \
     --eval-bleu --eval-bleu-args "{\"beam\": 1, \"max_len_b\": $((MAX_TARGET - 1))}" \
     --best-checkpoint-metric bleu --maximize-best-checkpoint-metric "$@"
-CKPT="${SAVE_DIR}/checkpoint_best.pt" OUT="${SAVE_DIR}" PRESET=squad_qg SUBSET="${SUBSET}" \
+CHECKPOINT="${SAVE_DIR}/checkpoint_best.pt" OUT="${SAVE_DIR}" PRESET=squad_qg SUBSET="${SUBSET}" \
     bash "${REPO}/scripts/s2s_ft/decode.sh"
-grep '^T-' "${SAVE_DIR}/generate-${SUBSET}.txt" | sort -t- -k2 -n | cut -f2 > "${SAVE_DIR}/${SUBSET}.ref"
+hypotheses "${SAVE_DIR}/generate-${SUBSET}.txt" "${SAVE_DIR}/${SUBSET}.ref" T
 REF="${REF:-${SAVE_DIR}/${SUBSET}.ref}"
 python -m fairseq_ext.scoring.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
     | tee "${SAVE_DIR}/${SUBSET}.scores.txt"

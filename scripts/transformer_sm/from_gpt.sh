@@ -11,14 +11,10 @@
 # text, one document per line (what python -m preprocess.prepare writes to OUT/raw).
 # Every variable of train.sh and generate.sh (DAT_EPOCHS, LR, BATCH, MAX_LEN_B, ...) applies.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 : "${HF_MODEL:?set HF_MODEL to a local Hugging Face GPT or GPT-2 folder}"
-HF_TOKENIZER="${HF_TOKENIZER:-${HF_MODEL}}"
-RAW="${RAW:-data/aclsum/raw}"
-WORK="${WORK:-runs/transformer_sm_gpt}"
-MODEL_ARGS="${MODEL_ARGS:-}"
-WORKERS="${WORKERS:-2}"
+defaults HF_TOKENIZER="${HF_MODEL}" RAW=data/aclsum/raw WORK=runs/transformer_sm_gpt MODEL_ARGS= WORKERS=2
 
 echo "== [1/4] converting ${HF_MODEL} -> ${WORK}/conv"
 convert_flags=()
@@ -49,5 +45,5 @@ echo "== [4/4] DAT -> ETT from the converted weights, then the test set"
 DATA="${WORK}/bin" SAVE="${WORK}" INIT="${WORK}/conv/model.pt" \
     ARCH_ARGS="$(cat "${WORK}/conv/args.txt")" MODEL_ARGS="${MODEL_ARGS}" \
     bash "${REPO}/scripts/transformer_sm/train.sh"
-DATA="${WORK}/bin" CKPT="${WORK}/ett/checkpoint_best.pt" HF_TOKENIZER="${HF_TOKENIZER}" \
+DATA="${WORK}/bin" CHECKPOINT="${WORK}/ett/checkpoint_best.pt" HF_TOKENIZER="${HF_TOKENIZER}" \
     bash "${REPO}/scripts/transformer_sm/generate.sh"

@@ -12,24 +12,12 @@
 # BATCH sentences per update = BATCH_PER_STEP x UPDATE_FREQ (lower BATCH_PER_STEP to fit memory).
 # Extra fairseq-train flags go in EXTRA_ARGS (e.g. "--fp16 --stop-time-hours 1").
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-DATA="${DATA:-data/aclsum/bin}"
-SAVE="${SAVE:-runs/transformer_sm}"
-ARCH_ARGS="${ARCH_ARGS:---arch transformer_sm_gpt}"
-MODEL_ARGS="${MODEL_ARGS:-}"
-INIT="${INIT:-}"
-DAT_EPOCHS="${DAT_EPOCHS:-10}"
-ETT_EPOCHS="${ETT_EPOCHS:-10}"
-LR="${LR:-6.25e-5}"
-BATCH="${BATCH:-64}"
-BATCH_PER_STEP="${BATCH_PER_STEP:-${BATCH}}"
-MAX_SOURCE="${MAX_SOURCE:-512}"
-MAX_TARGET="${MAX_TARGET:-110}"
-WEIGHT_DECAY="${WEIGHT_DECAY:-0.01}"
-CLIP_NORM="${CLIP_NORM:-1.0}"
-SEED="${SEED:-1}"
-EXTRA_ARGS="${EXTRA_ARGS:-}"
+defaults DATA=data/aclsum/bin SAVE=runs/transformer_sm ARCH_ARGS="--arch transformer_sm_gpt" MODEL_ARGS= INIT= \
+    DAT_EPOCHS=10 ETT_EPOCHS=10 LR=6.25e-5 BATCH=64 MAX_SOURCE=512 MAX_TARGET=110 WEIGHT_DECAY=0.01 CLIP_NORM=1.0 \
+    SEED=1 EXTRA_ARGS=
+defaults BATCH_PER_STEP="${BATCH}"
 
 if (( BATCH % BATCH_PER_STEP != 0 )); then
     echo "BATCH=${BATCH} must be a multiple of BATCH_PER_STEP=${BATCH_PER_STEP}" >&2
@@ -50,10 +38,7 @@ COMMON=(
     ${EXTRA_ARGS}
 )
 
-init_args=()
-if [[ -n "${INIT}" ]]; then
-    init_args=(--finetune-from-model "${INIT}")
-fi
+if_set init_args --finetune-from-model "${INIT}"
 
 if (( DAT_EPOCHS > 0 )); then
     echo "== DAT: ${DAT_EPOCHS} epochs -> ${SAVE}/dat"

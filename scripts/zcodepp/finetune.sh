@@ -11,45 +11,27 @@
 # on load). The corpus is prepared with the pre-training sentencepiece model and dictionary.
 # Extra arguments go to fairseq-train.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 INIT="${INIT:?set INIT to a Z-Code++ checkpoint (phase one or two)}"
-CORPUS="${CORPUS:-aclsum}"
-PRETRAIN_DATA="${PRETRAIN_DATA:-data/wiki}"
-DATA_DIR="${DATA_DIR:-data/zcodepp/${CORPUS}}"
-SAVE="${SAVE:-checkpoints/zcodepp_${CORPUS}}"
-ARCH="${ARCH:-zcodepp_base}"
-FIE_CHUNK="${FIE_CHUNK:-0}"
-FIE_GLOBAL_LAYERS="${FIE_GLOBAL_LAYERS:-1}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-1024}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-512}"
+defaults CORPUS=aclsum PRETRAIN_DATA=data/wiki
+defaults DATA_DIR="data/zcodepp/${CORPUS}" SAVE="checkpoints/zcodepp_${CORPUS}" ARCH=zcodepp_base FIE_CHUNK=0 \
+    FIE_GLOBAL_LAYERS=1 SOURCE_POSITIONS=1024 TARGET_POSITIONS=512 BEAM=4
 # Table 8
-WARMUP="${WARMUP:-500}"
-LR="${LR:-1e-5}"
-BATCH_SIZE="${BATCH_SIZE:-32}"
-WEIGHT_DECAY="${WEIGHT_DECAY:-0.01}"
-MAX_EPOCH="${MAX_EPOCH:-10}"
-ADAM_EPS="${ADAM_EPS:-1e-6}"
-ADAM_BETAS="${ADAM_BETAS:-(0.9,0.999)}"
-CLIP_NORM="${CLIP_NORM:-1.0}"
-UPDATE_FREQ="${UPDATE_FREQ:-1}"
-BEAM="${BEAM:-4}"
+defaults WARMUP=500 LR=1e-5 BATCH_SIZE=32 WEIGHT_DECAY=0.01 MAX_EPOCH=10 ADAM_EPS=1e-6 ADAM_BETAS="(0.9,0.999)" \
+    CLIP_NORM=1.0 UPDATE_FREQ=1
 
-if [[ ! -f "${DATA_DIR}/bin/dict.source.txt" ]]; then
-    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA_DIR}" \
-        --spm-model "${PRETRAIN_DATA}/bin/spm.model" --srcdict "${PRETRAIN_DATA}/bin/dict.txt" \
-        ${LIMIT:+--limit "${LIMIT}"}
-fi
+prepare_with_vocabulary "${CORPUS}" "${DATA_DIR}" "${PRETRAIN_DATA}/bin"
 examples=$(wc -l < "${DATA_DIR}/raw/train.source")
-total_updates=$(( (examples + BATCH_SIZE * UPDATE_FREQ - 1) / (BATCH_SIZE * UPDATE_FREQ) * MAX_EPOCH ))
+total_updates=$(( $(updates_per_epoch "${examples}" $(( BATCH_SIZE * UPDATE_FREQ ))) * MAX_EPOCH ))
+linear_decay_args "${total_updates}"
 
 fairseq-train "${DATA_DIR}/bin" --user-dir user_dir \
     --task abstractive_summarization --arch "${ARCH}" --finetune-from-model "${INIT}" \
     --fie-chunk-size "${FIE_CHUNK}" --fie-global-layers "${FIE_GLOBAL_LAYERS}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
-    --optimizer adam --adam-betas "${ADAM_BETAS}" --adam-eps "${ADAM_EPS}" --weight-decay "${WEIGHT_DECAY}" \
-    --clip-norm "${CLIP_NORM}" --lr "${LR}" --lr-scheduler polynomial_decay \
-    --warmup-updates "${WARMUP}" --total-num-update "${total_updates}" --max-epoch "${MAX_EPOCH}" \
+    "${SCHEDULE_ARGS[@]}" --max-epoch "${MAX_EPOCH}" \
     --batch-size "${BATCH_SIZE}" --update-freq "${UPDATE_FREQ}" --required-batch-size-multiple 1 \
     --eval-rouge --eval-rouge-args "{\"beam\": ${BEAM}, \"max_len_b\": ${TARGET_POSITIONS}}" \
     --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric \

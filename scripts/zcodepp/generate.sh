@@ -6,21 +6,13 @@
 #   CHECKPOINT=checkpoints/zcodepp_aclsum/checkpoint_best.pt bash scripts/zcodepp/generate.sh
 #   CORPUS=aclsum_long FIE_CHUNK=256 SOURCE_POSITIONS=8192 CHECKPOINT=... bash scripts/zcodepp/generate.sh
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-CORPUS="${CORPUS:-aclsum}"
-DATA="${DATA:-data/zcodepp/${CORPUS}/bin}"
-RAW="${RAW:-$(dirname "${DATA}")/raw}"
 CHECKPOINT="${CHECKPOINT:?set CHECKPOINT to a fine-tuned Z-Code++ checkpoint}"
-OUT="${OUT:-$(dirname "${CHECKPOINT}")/generate}"
-SOURCE_POSITIONS="${SOURCE_POSITIONS:-1024}"
-TARGET_POSITIONS="${TARGET_POSITIONS:-512}"
-FIE_CHUNK="${FIE_CHUNK:-}"
-BEAM="${BEAM:-4}"
-LENPEN="${LENPEN:-1.0}"
-NO_REPEAT="${NO_REPEAT:-3}"
-MIN_LEN="${MIN_LEN:-10}"
-MAX_LEN_B="${MAX_LEN_B:-200}"
-BATCH_SIZE="${BATCH_SIZE:-8}"
+defaults CORPUS=aclsum
+defaults DATA="data/zcodepp/${CORPUS}/bin"
+defaults RAW="$(dirname "${DATA}")/raw" OUT="$(dirname "${CHECKPOINT}")/generate" SOURCE_POSITIONS=1024 \
+    TARGET_POSITIONS=512 FIE_CHUNK= BEAM=4 LENPEN=1.0 NO_REPEAT=3 MIN_LEN=10 MAX_LEN_B=200 BATCH_SIZE=8
 
 overrides="{\"max_source_positions\": ${SOURCE_POSITIONS}"
 if [[ -n "${FIE_CHUNK}" ]]; then
@@ -36,6 +28,6 @@ fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization 
     --beam "${BEAM}" --lenpen "${LENPEN}" --no-repeat-ngram-size "${NO_REPEAT}" \
     --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" \
     --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" "$@" > "${OUT}/generate-test.txt"
-grep '^D-' "${OUT}/generate-test.txt" | sort -t- -k2 -n | cut -f3 > "${OUT}/test.hyp"
-files2rouge "${OUT}/test.hyp" "${RAW}/test.target" -s "${OUT}/rouge.txt"
+hypotheses "${OUT}/generate-test.txt" "${OUT}/test.hyp"
+rouge "${OUT}/test.hyp" "${RAW}/test.target" "${OUT}/rouge.txt"
 cat "${OUT}/rouge.txt"

@@ -10,25 +10,12 @@
 # Learning rate and warm-up are not given in the paper (LR/WARMUP below are our defaults).
 # Extra arguments go to fairseq-train.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-CORPUS="${CORPUS:-wiki}"
-VOCAB_SIZE="${VOCAB_SIZE:-8000}"
-DATA_DIR="${DATA_DIR:-data/${CORPUS}}"
-SAVE="${SAVE:-checkpoints/zcodepp_phase1}"
-ARCH="${ARCH:-zcodepp_base}"
-GENERATOR_LAYERS="${GENERATOR_LAYERS:-6}"
-TOKENS_PER_SAMPLE="${TOKENS_PER_SAMPLE:-512}"
-MLM_WEIGHT="${MLM_WEIGHT:-1}"
-RTD_WEIGHT="${RTD_WEIGHT:-30}"
-CSP_WEIGHT="${CSP_WEIGHT:-1}"
-MASK_PROB="${MASK_PROB:-0.15}"
-NOISE_DENSITY="${NOISE_DENSITY:-0.15}"
-MEAN_SPAN="${MEAN_SPAN:-3}"
-LR="${LR:-3e-4}"
-WARMUP="${WARMUP:-10000}"
-MAX_UPDATE="${MAX_UPDATE:-1000000}"
-MAX_TOKENS="${MAX_TOKENS:-16384}"
-UPDATE_FREQ="${UPDATE_FREQ:-1}"
+defaults CORPUS=wiki VOCAB_SIZE=8000
+defaults DATA_DIR="data/${CORPUS}" SAVE=checkpoints/zcodepp_phase1 ARCH=zcodepp_base GENERATOR_LAYERS=6 \
+    TOKENS_PER_SAMPLE=512 MLM_WEIGHT=1 RTD_WEIGHT=30 CSP_WEIGHT=1 MASK_PROB=0.15 NOISE_DENSITY=0.15 MEAN_SPAN=3 \
+    LR=3e-4 WARMUP=10000 MAX_UPDATE=1000000 MAX_TOKENS=16384 UPDATE_FREQ=1
 
 if [[ ! -f "${DATA_DIR}/bin/dict.txt" ]]; then
     python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA_DIR}" --vocab-size "${VOCAB_SIZE}" \

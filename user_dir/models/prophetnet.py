@@ -14,7 +14,7 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
+from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import get_available_activation_fns
 from omegaconf import II
@@ -22,6 +22,7 @@ from torch import nn
 
 from fairseq_ext.fairseq_fixes import add_dataclass_args
 from fairseq_ext.modules.table_rows import keep_leading_rows
+from fairseq_ext.modules.transformer_config import transformer_config
 from fairseq_ext.prophetnet.decoder import NgramDecoder
 
 from ._positions import fill_positions
@@ -71,17 +72,11 @@ class ProphetNetSummConfig(FairseqDataclass):
 
 def _encoder_config(cfg):
     """fairseq's TransformerConfig for a ProphetNet encoder (post-LN, learned positions)."""
-    tcfg = TransformerConfig()
-    tcfg.dropout = cfg.dropout
-    tcfg.attention_dropout = cfg.attention_dropout
-    tcfg.activation_dropout = cfg.activation_dropout
-    tcfg.activation_fn = cfg.activation_fn
-    tcfg.encoder.embed_dim = cfg.encoder_embed_dim
-    tcfg.encoder.ffn_embed_dim = cfg.encoder_ffn_embed_dim
-    tcfg.encoder.layers = cfg.encoder_layers
-    tcfg.encoder.attention_heads = cfg.encoder_attention_heads
-    tcfg.encoder.normalize_before = False
-    tcfg.encoder.learned_pos = True
+    tcfg = transformer_config(
+        cfg, "encoder", embed_dim=cfg.encoder_embed_dim, ffn_embed_dim=cfg.encoder_ffn_embed_dim,
+        layers=cfg.encoder_layers, attention_heads=cfg.encoder_attention_heads, normalize_before=False,
+        learned_pos=True,
+    )
     tcfg.max_source_positions = cfg.max_source_positions
     tcfg.no_scale_embedding = True
     tcfg.layernorm_embedding = True

@@ -50,6 +50,18 @@ class PlainTextTask(BatchSeededTrainStep, FairseqTask):
         """fairseq's flags, with ``--x``/``--no-x`` for booleans that default to on."""
         add_dataclass_args(parser, getattr(cls, "__dataclass")())
 
+    def check_lengths(self, longest_target, targets):
+        """Refuse blocks (``--tokens-per-sample``) longer than ``--max-source-positions`` and
+        targets (``targets`` up to ``longest_target`` tokens) longer than ``--max-target-positions``,
+        at set-up instead of at the first long batch."""
+        cfg = self.cfg
+        if cfg.tokens_per_sample > cfg.max_source_positions:
+            raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
+                             f"--max-source-positions ({cfg.max_source_positions})")
+        if longest_target > cfg.max_target_positions:
+            raise ValueError(f"{targets} reach {longest_target} tokens, more than "
+                             f"--max-target-positions ({cfg.max_target_positions})")
+
     @classmethod
     def load_plain_dictionary(cls, cfg, task_name):
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")

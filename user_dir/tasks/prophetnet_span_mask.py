@@ -56,13 +56,7 @@ class ProphetNetSpanMaskTask(PlainTextTask):
         super().__init__(cfg, dictionary)
         self.random_high = len(dictionary)  # random replacements never draw the added mask symbol
         self.mask_idx = add_mask(dictionary)
-        if cfg.tokens_per_sample > cfg.max_source_positions:
-            raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
-                             f"--max-source-positions ({cfg.max_source_positions})")
-        longest = target_length(cfg.tokens_per_sample, cfg.span_chunk, cfg.mask_prob)
-        if longest > cfg.max_target_positions:
-            raise ValueError(f"masked fragments reach {longest} tokens, more than "
-                             f"--max-target-positions ({cfg.max_target_positions})")
+        self.check_lengths(target_length(cfg.tokens_per_sample, cfg.span_chunk, cfg.mask_prob), "masked fragments")
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):

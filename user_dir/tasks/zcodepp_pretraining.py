@@ -53,12 +53,7 @@ class ZCodeppPretrainingTask(PlainTextTask, ReplacedTokenDetectionTask):
                              f"--num-sentinels must be at least that (got {cfg.num_sentinels})")
         _, longest_target = corrupted_lengths(cfg.tokens_per_sample, cfg.noise_density,
                                               cfg.mean_span_length, bos=False)
-        if longest_target > cfg.max_target_positions:
-            raise ValueError(f"corrupted-span targets reach {longest_target} tokens, more than "
-                             f"--max-target-positions ({cfg.max_target_positions})")
-        if cfg.tokens_per_sample > cfg.max_source_positions:
-            raise ValueError(f"--tokens-per-sample ({cfg.tokens_per_sample}) exceeds "
-                             f"--max-source-positions ({cfg.max_source_positions})")
+        self.check_lengths(longest_target, "corrupted-span targets")
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):

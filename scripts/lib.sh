@@ -1,0 +1,89 @@
+# What the scripts share. Source it first:
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"     # from scripts/<family>/*.sh
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"        # from scripts/*.sh
+#
+# It sets REPO (the repository root) and defines:
+#   defaults NAME=VALUE ...            each NAME keeps its value from the environment unless that
+#                                      is empty (as NAME="${NAME:-VALUE}"); values are expanded
+#                                      before the call, so a default that uses another comes in a
+#                                      later call
+#   if_set ARRAY FLAG VALUE            ARRAY=(FLAG VALUE) when VALUE is not empty, else ARRAY=()
+#   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
+#                                      H: pieces; T: references), text only, in input order
+#   rouge HYP REF SAVE_TO              files2rouge (one document a line), the report also in SAVE_TO
+#   prepare_with_vocabulary CORPUS OUT VOCAB_BIN
+#                                      python -m preprocess.prepare --corpus CORPUS --out OUT with the
+#                                      sentencepiece model and dictionary of VOCAB_BIN (pre-training's
+#                                      OUT/bin), unless OUT/bin exists; honours LIMIT
+#   updates_per_epoch EXAMPLES SEQUENCES_PER_UPDATE
+#                                      prints the updates an epoch takes (rounded up)
+#   linear_decay_args TOTAL_UPDATES    sets SCHEDULE_ARGS: Adam (ADAM_BETAS, ADAM_EPS, WEIGHT_DECAY),
+#                                      clipping at CLIP_NORM, LR reached after WARMUP updates and then
+#                                      decayed linearly to 0 at TOTAL_UPDATES (polynomial_decay)
+#   minilm_dir                         prints the MiniLM-L6-H384 folder shipped offline
+#   hf_init_args INIT                  sets INIT_ARGS for s2s-ft: minilm | none | a HF BERT/RoBERTa folder
+#
+# Names: a checkpoint a script reads is CHECKPOINT (a file to generate from) or INIT (weights to
+# start training from); DATA is a binarized folder (OUT/bin of python -m preprocess.prepare).
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+defaults() {
+    local __pair __name
+    for __pair in "$@"; do
+        __name="${__pair%%=*}"
+        if [[ -z "${!__name:-}" ]]; then
+            printf -v "${__name}" '%s' "${__pair#*=}"
+        fi
+    done
+}
+
+if_set() {
+    local -n __array="$1"
+    __array=()
+    if [[ -n "$3" ]]; then
+        __array=("$2" "$3")
+    fi
+}
+
+hypotheses() {
+    local field=3  # D-<id>, H-<id>: id, score, text; T-<id>: id, text
+    if [[ "${3:-D}" == T ]]; then
+        field=2
+    fi
+    grep "^${3:-D}-" "$1" | sort -t- -k2 -n | cut -f"${field}" > "$2"
+}
+
+rouge() {
+    files2rouge "$1" "$2" -s "$3"
+}
+
+prepare_with_vocabulary() {
+    if [[ ! -f "$2/bin/dict.source.txt" ]]; then
+        python -m preprocess.prepare --corpus "$1" --out "$2" --spm-model "$3/spm.model" --srcdict "$3/dict.txt" \
+            ${LIMIT:+--limit "${LIMIT}"}
+    fi
+}
+
+updates_per_epoch() {
+    echo $(( ($1 + $2 - 1) / $2 ))
+}
+
+linear_decay_args() {
+    SCHEDULE_ARGS=(--optimizer adam --adam-betas "${ADAM_BETAS}" --adam-eps "${ADAM_EPS}" --weight-decay "${WEIGHT_DECAY}"
+                   --clip-norm "${CLIP_NORM}" --lr "${LR}" --lr-scheduler polynomial_decay
+                   --warmup-updates "${WARMUP}" --total-num-update "$1")
+}
+
+minilm_dir() {
+    python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())'
+}
+
+hf_init_args() {
+    case "$1" in
+        minilm) INIT_ARGS=(--init-from-hf "$(minilm_dir)") ;;
+        none) INIT_ARGS=() ;;
+        *) INIT_ARGS=(--init-from-hf "$1") ;;
+    esac
+}

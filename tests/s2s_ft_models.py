@@ -1,0 +1,47 @@
+"""The toy s2s-ft model and batch the s2s-ft model and pointer-generator tests share."""
+
+from types import SimpleNamespace
+
+import torch
+
+import user_dir  # noqa: F401  (registers s2s_ft)
+from toys import toy_dictionary
+from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
+
+VOCAB = 40
+
+
+def make_dictionary():
+    return toy_dictionary(VOCAB, "<mask>")
+
+
+def make_model(method, seed=0, **overrides):
+    torch.manual_seed(seed)
+    d = make_dictionary()
+    sizes = dict(
+        embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
+        max_positions=64, max_source_positions=24, max_target_positions=16,
+    )  # fmt: skip
+    cfg = S2SFTConfig(s2s_method=method, **{**sizes, **overrides})
+    task = SimpleNamespace(source_dictionary=d, target_dictionary=d, cfg=SimpleNamespace(left_pad_target=False))
+    return S2SFTModel.build_model(cfg, task).eval(), d
+
+
+def batch(d, left_pad=True, seed=1):
+    """Two sources of different lengths (padded) and two targets (right-padded)."""
+    g = torch.Generator().manual_seed(seed)
+    srcs = [torch.randint(d.nspecial, VOCAB, (n,), generator=g) for n in (7, 4)]
+    tgts = [torch.randint(d.nspecial, VOCAB, (n,), generator=g) for n in (5, 3)]
+    S, T = max(len(s) for s in srcs) + 1, max(len(t) for t in tgts) + 1
+    src = torch.full((2, S), d.pad())
+    prev = torch.full((2, T), d.pad())
+    tgt = torch.full((2, T), d.pad())
+    for i, (s, t) in enumerate(zip(srcs, tgts)):
+        s = torch.cat([s, torch.tensor([d.eos()])])
+        if left_pad:
+            src[i, S - len(s) :] = s
+        else:
+            src[i, : len(s)] = s
+        prev[i, : len(t) + 1] = torch.cat([torch.tensor([d.eos()]), t])
+        tgt[i, : len(t) + 1] = torch.cat([t, torch.tensor([d.eos()])])
+    return src, src.ne(d.pad()).sum(1), prev, tgt

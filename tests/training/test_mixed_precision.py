@@ -1,0 +1,126 @@
+"""fp16 and bf16 forward passes of every family against fp32, on one fixed batch.
+
+Each family's model is built by its own task on real (tiny) ACLSum data, every weight is
+perturbed (matrices ~ N(0, 1/fan_in), LayerNorm gains 1 +- 0.1, non-zero biases: O(1)
+activations and logits spread over several nats, not the near-uniform outputs of a fresh
+init), and one batch mixes lengths from a single token to the full document, so that rows are
+padded. The model is cast with ``.to(dtype)`` as fairseq's ``--fp16``/``--bf16`` do, runs on
+CPU, and the log-probabilities of the target tokens are compared with fp32.
+
+Tolerances (max |log p_fp16/bf16 - log p_fp32| over all real target tokens): the unit
+roundoff is 2^-11 (4.9e-4) in fp16 and 2^-8 (3.9e-3) in bf16, 8 times larger. Rounding the
+weights, every activation and every LayerNorm input of a one- or two-layer model with logits of
+a few nats accumulates errors of some roundoffs times the logit scale on a log-probability:
+measured here (torch 2.13 CPU) at most 0.0044 in fp16 and 0.039 in bf16 across the families
+(s2s-ft the largest). The bounds, 0.02 and 0.16 (in the 8:1 ratio of the roundoffs), keep a
+margin of about 4 while staying far below what a broken mask or an overflow gives (inf/NaN,
+or errors of whole nats).
+"""
+
+import argparse
+import copy
+
+import pytest
+import torch
+from fairseq import options, tasks, utils
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+from fairseq_ext.prophetnet.attention import own_slot_attention
+from harness import USER_DIR, train_argv
+
+TOLERANCE = {torch.float16: 0.02, torch.bfloat16: 0.16}
+LENGTHS = [(1, 1), (2, 3), (17, 5), (None, None)]  # (source, target) tokens per row; None = the whole document
+
+FAMILIES = {
+    "bart": ("bart_summ_tiny", "abstractive_summarization", []),
+    "prophetnet": ("prophetnet_summ_tiny", "abstractive_summarization", []),
+    "bart_ls": ("bart_ls_tiny", "abstractive_summarization",
+                ["--block-size", "16", "--pooling-layers", "1", "--max-source-positions", "256"]),
+    "zcodepp": ("zcodepp_tiny", "abstractive_summarization", []),
+    "s2s_ft": ("s2s_ft_tiny", "s2s_ft_summarization", ["--max-source-positions", "96", "--max-target-positions", "48"]),
+    "transformer_sm": ("transformer_sm_tiny", "transformer_sm",
+                       ["--max-source-positions", "128", "--max-target-positions", "48"]),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def aclsum(aclsum_bin):
+    return aclsum_bin
+
+
+def _shorten(tokens, length, eos):
+    """The first ``length`` tokens, keeping a final ``</s>``."""
+    if length is None or len(tokens) <= length:
+        return tokens
+    return torch.cat([tokens[: length - 1], tokens[-1:]]) if tokens[-1] == eos else tokens[:length]
+
+
+def _perturb(model, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if weight.dim() >= 2:
+                weight.copy_(torch.randn(weight.shape, generator=gen) * weight.size(-1) ** -0.5)
+            elif "norm" in name and name.endswith("weight"):
+                weight.copy_(1 + 0.2 * (torch.rand(weight.shape, generator=gen) - 0.5))
+            else:
+                weight.copy_(0.1 * torch.randn(weight.shape, generator=gen))
+    return model
+
+
+def _family(aclsum, family):
+    arch, task_name, flags = FAMILIES[family]
+    utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))
+    args = options.parse_args_and_arch(options.get_training_parser(),
+                                       train_argv(aclsum, "unused", arch, flags, task=task_name))  # fmt: skip
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(0)
+    model = _perturb(task.build_model(cfg.model)).eval()
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    eos = task.source_dictionary.eos()
+    rows = []
+    for index, (source, target) in enumerate(LENGTHS):
+        item = dict(dataset[index])
+        item["source"], item["target"] = _shorten(item["source"], source, eos), _shorten(item["target"], target, eos)
+        rows.append(item)
+    return task, model, dataset.collater(rows)
+
+
+def _target_logprobs(model, sample, pad):
+    with torch.no_grad():
+        logits = model(**sample["net_input"])[0]  # (B, T, V)
+    assert torch.isfinite(logits).all(), "non-finite logits"
+    target = sample["target"]  # (B, T)
+    logprobs = torch.log_softmax(logits.float(), dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return logprobs[target.ne(pad)]  # (N,)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_half_precision_forward_matches_fp32(aclsum, family):
+    task, model, sample = _family(aclsum, family)
+    pad = task.target_dictionary.pad()
+    reference = _target_logprobs(model, sample, pad)
+    assert reference.std() > 0.5  # perturbed weights: spread-out predictions, not a uniform guess
+    assert sample["net_input"]["src_tokens"].ne(task.source_dictionary.pad()).sum(1).min() <= 2  # a 1-token row
+    for dtype, tolerance in TOLERANCE.items():
+        low = _target_logprobs(copy.deepcopy(model).to(dtype), sample, pad)
+        error = (low - reference).abs().max().item()
+        assert error <= tolerance, f"{family} {dtype}: max |log p error| {error:.4f} > {tolerance}"
+
+
+def test_prophetnet_scores_do_not_overflow_in_fp16():
+    # rows whose query equals its key give q . k = 16 * 70^2 = 78,400 > 65,504 (the fp16 maximum)
+    # before scaling, 19,600 after: scaling first and summing in fp32 keeps them finite
+    gen = torch.Generator().manual_seed(0)
+    q = 70 * torch.randn(1, 2, 6, 16, generator=gen).sign()  # (B, H, Q, d)
+    k, v = q.clone(), torch.randn(1, 2, 6, 16, generator=gen)
+    k_own, v_own = torch.randn(1, 2, 6, 16, generator=gen), torch.randn(1, 2, 6, 16, generator=gen)
+    allowed = torch.ones(6, 6, dtype=torch.bool).tril()  # causal, every row sees a key
+    bias = torch.zeros(1, 2, 6, 6).masked_fill(~allowed, torch.finfo(torch.float16).min)
+    own_bias = torch.zeros(1, 2, 6, 1)
+    reference = own_slot_attention(q, k, v, k_own, v_own, bias, own_bias)
+    half = own_slot_attention(*(t.half() for t in (q, k, v, k_own, v_own, bias, own_bias)))
+    assert torch.isfinite(half).all()
+    assert (half.float() - reference).abs().max() < 0.02
