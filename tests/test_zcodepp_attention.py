@@ -12,7 +12,7 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_p
 
 import user_dir  # noqa: F401  (registers zcodepp)
 from fairseq_ext.convert.zcodepp import encoder_options, load_deberta_v2
-from fairseq_ext.modules.relative_position import deberta_log_bucket, deberta_relative_index
+from fairseq_ext.modules.relative_position import deberta_distance_index, deberta_log_bucket, deberta_relative_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, incremental_with_reorders, perturb_parameters
@@ -126,7 +126,7 @@ def test_attention_matches_hf_disentangled_self_attention():
     keep = (~padding).long()
     hf_mask = keep[:, None, :, None] * keep[:, None, None, :]  # (B, 1, T, T) as DebertaV2Encoder builds it
     hf_out, _ = hf(x, hf_mask, rel_embeddings=rel)
-    our_out = ours(x, padding, rel, deberta_relative_index(45, BUCKETS, MAX_DISTANCE))
+    our_out = ours(x, padding, rel, deberta_distance_index(45, BUCKETS, MAX_DISTANCE))
     real = ~padding
     torch.testing.assert_close(our_out[real], hf_out[real], atol=TOL, rtol=0)
 
