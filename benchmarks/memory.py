@@ -1,7 +1,7 @@
 """Peak memory of one configuration, measured in a fresh process, under a memory cap.
 
     result = run_capped([sys.executable, script, "--one", ...], cap_mib=12000)
-    # {"returncode": 0, "peak_mib": 2870.1, "killed": False, "stdout": "..."}
+    # {"returncode": 0, "killed": False, "maxrss_mib": 3100.2, "stdout": "...", ...}
 
 The child measures itself (``ru_maxrss`` growth over a baseline taken just before the step, see
 :func:`peak_mib`); the parent only guards the shared machine: it samples the child's
@@ -47,29 +47,32 @@ def peak_mib():
 
 def run_capped(cmd, cap_mib, env=None):
     """Run ``cmd``; kill it if its resident set exceeds ``cap_mib``. Returns a dict with
-    ``returncode``, ``killed`` (True if the cap was hit), ``sampled_peak_mib`` (the largest
+    ``returncode``, ``killed`` (True if the cap was hit), ``maxrss_mib`` (the child's whole
+    peak resident set, ``ru_maxrss`` from ``wait4``), ``sampled_peak_mib`` (the largest
     ``VmRSS`` sample) and ``stdout``/``stderr``."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    sampled, killed = 0.0, False
-    # read the pipes in the background so that a chatty child cannot block on a full pipe
     streams = {}
+    # read the pipes in the background so that a chatty child cannot block on a full pipe
     readers = [threading.Thread(target=lambda n, s: streams.__setitem__(n, s.read()), args=(n, s))
                for n, s in (("stdout", proc.stdout), ("stderr", proc.stderr))]
     for reader in readers:
         reader.start()
-    while proc.poll() is None:
+    sampled, killed = 0.0, False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
         rss = resident_mib(proc.pid)
         sampled = max(sampled, rss)
-        if rss > cap_mib:
-            proc.send_signal(signal.SIGKILL)
+        if rss > cap_mib and not killed:
+            os.kill(proc.pid, signal.SIGKILL)
             killed = True
-            break
         time.sleep(POLL_SECONDS)
-    proc.wait()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     for reader in readers:
         reader.join()
-    return {"returncode": proc.returncode, "killed": killed, "sampled_peak_mib": sampled,
-            "stdout": streams.get("stdout", ""), "stderr": streams.get("stderr", "")}
+    return {"returncode": proc.returncode, "killed": killed, "maxrss_mib": usage.ru_maxrss / 1024,
+            "sampled_peak_mib": sampled, "stdout": streams.get("stdout", ""), "stderr": streams.get("stderr", "")}
 
 
 def single_threaded_env():
