@@ -65,6 +65,11 @@ def prepare(paper, out, vocab_size):
     return out / "data" / "bin"
 
 
+def dictionary_size(data):
+    """Symbols of the prepared dictionary (sentencepiece caps the vocabulary at what the corpus supports)."""
+    return sum(1 for _ in open(data / "dict.source.txt", encoding="utf-8")) + 4  # + fairseq's specials
+
+
 def source_tokens(data):
     """Subword tokens of the binarized test source (+ </s>)."""
     from fairseq.data import data_utils
@@ -106,7 +111,7 @@ def main(argv=None):
     tokens = source_tokens(data)
     positions = str(tokens + 8)
     print(f"paper: ACLSum {paper[0]} #{paper[1]}, {len(paper[2].split())} whitespace tokens, {tokens} subword "
-          f"tokens (vocabulary {args.vocab_size}); load {open('/proc/loadavg').read().split()[:3]}\n")
+          f"tokens (dictionary of {dictionary_size(data)} symbols, --vocab-size {args.vocab_size}); load {open('/proc/loadavg').read().split()[:3]}\n")
     print("| run | train update | train peak MiB | train s | generate | generate peak MiB | generate s |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
     summary = {}
