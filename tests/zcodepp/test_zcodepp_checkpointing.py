@@ -2,69 +2,29 @@
 (every weight perturbed; FiE local layers, chunked global attention nested inside)."""
 
 import pytest
-import torch
-from fairseq import options, tasks
-from fairseq.data import Dictionary
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from activation_checkpointing import assert_same_gradients, assert_trained, build, dictionary_dir, model_pair
 
-import user_dir
-from parity import perturb_parameters
-
-VOCAB = 40
-TOL = 1e-5
+ARCH = "zcodepp_tiny"
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("zcodepp_dict")
-    dictionary = Dictionary()
-    for i in range(VOCAB):
-        dictionary.add_symbol(f"w{i}")
-    for side in ("source", "target"):
-        dictionary.save(str(path / f"dict.{side}.txt"))
-    return path
-
-
-def build(data_dir, *flags):
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data_dir), "--task", "abstractive_summarization", "--arch", "zcodepp_tiny", "--user-dir",
-        user_dir.hub.USER_DIR, "--share-all-embeddings", *flags,
-    ])
-    cfg = convert_namespace_to_omegaconf(args)
-    return tasks.setup_task(cfg.task).build_model(cfg.model)
-
-
-def gradients(model, seed):
-    """Gradients of a weighted sum of the decoder's outputs on a left-padded batch (train mode)."""
-    gen = torch.Generator().manual_seed(1)
-    src = torch.full((3, 30), 1)
-    for row, n in enumerate([30, 12, 1]):
-        src[row, 30 - n:] = torch.randint(4, VOCAB, (n,), generator=gen)
-    prev = torch.randint(4, VOCAB, (3, 6), generator=gen)
-    model.train()
-    torch.manual_seed(seed)  # the same dropout masks in both runs
-    logits, _ = model(src, src.ne(1).sum(1), prev)
-    (logits * torch.linspace(-1, 1, logits.numel()).view_as(logits)).sum().backward()
-    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return dictionary_dir(tmp_path_factory.mktemp("zcodepp_dict"))
 
 
 @pytest.mark.parametrize("dropout", ["0", "0.1"])
 @pytest.mark.parametrize("fie", [[], ["--fie-chunk-size", "8"]])
 def test_checkpointed_encoder_gradients_equal_plain(data_dir, dropout, fie):
-    flags = ["--dropout", dropout, "--attention-dropout", dropout, "--attention-chunk-size", "7", *fie]
-    plain = perturb_parameters(build(data_dir, *flags), seed=4)
-    checkpointed = build(data_dir, *flags, "--checkpoint-activations")
-    checkpointed.load_state_dict(plain.state_dict())
+    flags = ["--share-all-embeddings", "--dropout", dropout, "--attention-dropout", dropout,
+             "--attention-chunk-size", "7", *fie]
+    plain, checkpointed = model_pair(data_dir, ARCH, flags)
     assert checkpointed.encoder.checkpoint_activations and not plain.encoder.checkpoint_activations
-    expected, got = gradients(plain, seed=2), gradients(checkpointed, seed=2)
-    assert expected.keys() == got.keys() and any("encoder.layers" in name for name in got)
-    for name, grad in expected.items():
-        torch.testing.assert_close(got[name], grad, atol=TOL, rtol=0, msg=name)
+    assert_same_gradients(plain, checkpointed)
 
 
 def test_offload_activations_is_refused(data_dir):
     with pytest.raises(ValueError, match="--offload-activations"):
-        build(data_dir, "--offload-activations")
+        build(data_dir, ARCH, "--share-all-embeddings", "--offload-activations")
 
 
 @pytest.mark.e2e
@@ -74,11 +34,9 @@ def test_fairseq_train_with_checkpoint_activations(tmp_path):
     from harness import prepare_corpus, train
 
     data = prepare_corpus("aclsum_long", tmp_path / "data", limit=2, vocab_size=300)
-    save = train(data, tmp_path / "ckpt", "zcodepp_tiny", [
+    save = train(data, tmp_path / "ckpt", ARCH, [
         "--checkpoint-activations", "--fie-chunk-size", "64", "--attention-chunk-size", "128",
         "--max-source-positions", "1024", "--batch-size", "1", "--max-update", "2",
         "--required-batch-size-multiple", "1",
     ])
-    state = torch.load(save / "checkpoint_last.pt", weights_only=False)
-    assert state["optimizer_history"][-1]["num_updates"] == 2
-    assert state["cfg"]["model"].checkpoint_activations
+    assert_trained(save, updates=2)
