@@ -17,7 +17,7 @@ from fairseq.modules import MultiheadAttention
 from transformers import DebertaV2Config
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as HFAttention
 
-from fairseq_ext.modules.relative_position import deberta_relative_index
+from fairseq_ext.modules.relative_position import deberta_distance_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 
 
@@ -58,7 +58,7 @@ def main(argv=None):
     rel = torch.randn(2 * args.buckets, dim, requires_grad=True)
 
     ours = DisentangledSelfAttention(dim, args.heads)
-    index = deberta_relative_index(length, args.buckets, args.max_distance)
+    index = deberta_distance_index(length, args.buckets, args.max_distance)
     hf = HFAttention(DebertaV2Config(
         hidden_size=dim, num_attention_heads=args.heads, relative_attention=True, position_buckets=args.buckets,
         max_relative_positions=args.max_distance, pos_att_type=["p2c", "c2p"], share_att_key=True,

@@ -6,14 +6,16 @@ fairseq's ``build_encoder_layer`` / ``build_self_attention`` hooks): the self-at
 (or BART's own with ``full``), and the top ``--pooling-layers`` layers add
 :class:`~.pooling.PooledAttention` (section 2.1, Figure 1). Projections keep BART's names, so
 BART's weights load unchanged. ``args`` is the ``bart_ls`` model's namespace
-(``user_dir/models/bart_ls.py``).
+(``user_dir/models/bart_ls.py``). With fairseq's ``--checkpoint-activations`` each layer's
+activations are recomputed in backward (non-reentrant ``torch.utils.checkpoint``; parameter
+names unchanged).
 """
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerConfig, TransformerEncoder
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
+from ..modules.checkpointing import checkpointed
 from .attention import BlockSparseSelfAttention, build_block_core
 from .pooling import PooledAttention
 
@@ -25,6 +27,12 @@ class BartLSEncoderLayer(TransformerEncoderLayerBase):
         self.bart_ls_args = args
         self.with_pooling = with_pooling
         super().__init__(cfg)
+        self.checkpoint_activations = cfg.checkpoint_activations
+
+    def forward(self, x, encoder_padding_mask, attn_mask=None):
+        """x (T, B, C), encoder_padding_mask (B, T) -> (T, B, C), recomputed in backward with
+        ``--checkpoint-activations``."""
+        return checkpointed(super().forward, x, encoder_padding_mask, attn_mask, enabled=self.checkpoint_activations)
 
     def build_self_attention(self, embed_dim, cfg):
         args = self.bart_ls_args
@@ -54,7 +62,8 @@ class BartLSEncoder(TransformerEncoder):
         index = self.layers_built
         self.layers_built += 1
         cfg = TransformerConfig.from_namespace(args)
+        if cfg.offload_activations:
+            raise ValueError("the BART-LS encoder does not support --offload-activations "
+                             "(--checkpoint-activations it does)")
         layer = BartLSEncoderLayer(cfg, args, with_pooling=index >= args.encoder_layers - args.pooling_layers)
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)

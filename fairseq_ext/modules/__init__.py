@@ -3,7 +3,9 @@
 - :mod:`.multihead`: split a model width into attention heads and merge them back.
 - :mod:`.attention`: attention cores ``(q, k, v, mask[, bias]) -> out``, separate from the
   projections: torch's fused kernel with a boolean mask, and materialized fp32 scores with an
-  additive bias (for position schemes that add score terms).
+  additive bias (for position schemes that add score terms), whole or a chunk of queries at a
+  time (memory linear in the length).
+- :mod:`.checkpointing`: activation checkpointing (non-reentrant ``torch.utils.checkpoint``).
 - :mod:`.alignment`: move every row's real tokens to the front (and back), so that blocks and
   chunks depend on the document, not on the batch padding.
 - :mod:`.blocking`: pad the time axis to a block multiple and split it into blocks.

@@ -6,14 +6,18 @@ slot, :mod:`fairseq_ext.prophetnet.attention`):
 * :func:`fused_attention`: torch's fused ``scaled_dot_product_attention`` with a boolean mask
   (s2s-ft, BART-LS block and pooled attention); scores are never materialized by us.
 * :func:`biased_attention`: materialized fp32 scores plus an additive fp32 bias, the core of
-  position schemes that add score terms (Z-Code++'s disentangled c2p + p2c terms). A
-  memory-bounded variant would take the same arguments.
+  position schemes that add score terms (Z-Code++'s disentangled c2p + p2c terms).
+* :func:`chunked_biased_attention`: the same, exactly, for chunks of queries at a time, the
+  bias of each chunk built by a callback: ``(B, H, c, S)`` scores at a time, so memory grows
+  linearly in the length for a fixed chunk (backward too: each chunk is recomputed).
 
 Masks are boolean, ``True`` = may attend, broadcastable to the scores ``(..., Lq, Lk)``.
 """
 
 import torch
 import torch.nn.functional as F
+
+from .checkpointing import checkpointed
 
 
 def ensure_nonempty_rows(allowed):
@@ -94,3 +98,34 @@ def biased_attention(query, key, value, key_padding_mask, bias=None, dropout_p=0
     probs = masked_softmax(scores, key_padding_mask).to(value.dtype)  # (B, H, T, S)
     probs = F.dropout(probs, p=dropout_p, training=dropout_p > 0)
     return torch.matmul(probs, value)  # (B, H, T, D)
+
+
+def chunked_biased_attention(query, key, value, key_padding_mask, chunk_bias, chunk_size, dropout_p=0.0):
+    """:func:`biased_attention` for query rows ``[start, start + chunk_size)`` at a time.
+
+    Args:
+        query: (B, H, T, D), already scaled; key, value: (B, H, S, D).
+        key_padding_mask: (B, S) bool, True at padding.
+        chunk_bias: ``(start, end) -> (B, H, end - start, S)`` fp32 bias of query rows
+            ``[start, end)``, a fresh tensor.
+        chunk_size: query rows per chunk c (> 0); the last chunk may be shorter.
+        dropout_p: dropout on the attention weights (pass 0.0 outside training).
+    Returns:
+        (B, H, T, D), equal to :func:`biased_attention` with the whole bias (rows are softmaxed
+        independently).
+
+    With gradients on, each chunk runs under ``torch.utils.checkpoint`` (non-reentrant, RNG
+    state kept): its ``(B, H, c, S)`` scores are recomputed in backward, one chunk at a time,
+    instead of being kept for all ``T`` rows.
+    """
+    if chunk_size <= 0:
+        raise ValueError(f"the attention chunk size must be positive, got {chunk_size}")
+
+    def attend(start, end):  # -> (B, H, end - start, D)
+        bias = chunk_bias(start, end)  # (B, H, c, S)
+        return biased_attention(query[:, :, start:end], key, value, key_padding_mask, bias, dropout_p)
+
+    outputs = []
+    for start in range(0, query.size(2), chunk_size):
+        outputs.append(checkpointed(attend, start, min(start + chunk_size, query.size(2))))
+    return torch.cat(outputs, dim=2)  # (B, H, T, D)

@@ -90,6 +90,41 @@ def deberta_log_bucket(relative, buckets, max_distance):
     return torch.where(distance <= mid, relative, torch.sign(relative) * log_bucket)
 
 
+def deberta_distance_index(length, buckets, max_distance, device=None):
+    """``(2T - 1,)`` table row of every relative distance ``T-1, T-2, ..., -(T-1)`` (entry ``k``
+    is distance ``r = T - 1 - k``): ``clamp(bucket(r) + buckets, 0, 2 * buckets - 1)``.
+
+    Linear in ``T``; :func:`relative_index_rows` lays any band of query rows out from it. Rows
+    are non-increasing in ``k`` (buckets are monotone in the distance).
+    """
+    distances = torch.arange(length - 1, -length, -1, device=device)  # (2T-1,) = T-1 ... -(T-1)
+    return (deberta_log_bucket(distances, buckets, max_distance) + buckets).clamp(0, 2 * buckets - 1)
+
+
+def relative_index_rows(distance_index, start, end):
+    """Rows ``[start, end)`` of the ``(T, T)`` relative index, from :func:`deberta_distance_index`.
+
+    Row ``i`` reads distances ``i - 0, i - 1, ..., i - (T-1)``, i.e. ``distance_index[T-1-i :][:T]``::
+
+        distance_index:  k = 0 .. 2T-2   (r = T-1 ... -(T-1))
+        row i         =  distance_index[T-1-i : 2T-1-i]
+
+    Returns ``(end - start, T)`` (one copy of ``(end - start) x T`` entries).
+    """
+    length = (distance_index.numel() + 1) // 2
+    windows = distance_index.unfold(0, length, 1)  # (T, T) view: windows[m] = distance_index[m : m+T]
+    return windows[length - end: length - start].flip(0)  # (end-start, T), row i = windows[T-1-i]
+
+
+def relative_band(distance_index, start, end):
+    """``(lo, hi)``: the smallest and largest table rows that query rows ``[start, end)`` read
+    over all ``T`` keys. Their distances ``i - j`` lie in ``[start - (T-1), end - 1]``, a
+    contiguous band of ``distance_index`` (``k`` from ``T - end`` to ``2T - 2 - start``)."""
+    length = (distance_index.numel() + 1) // 2
+    band = distance_index[length - end: 2 * length - 1 - start]  # (end-start + T-1,)
+    return int(band.min()), int(band.max())
+
+
 def deberta_relative_index(length, buckets, max_distance, device=None):
     """``(T, T)`` index into the ``2 * buckets`` relative embeddings for query ``i``, key ``j``.
 
@@ -102,11 +137,9 @@ def deberta_relative_index(length, buckets, max_distance, device=None):
         B+3 B+2 B+1 B
 
     The buckets depend on ``i - j`` only, so a shift of every position (left padding, a chunk
-    offset) leaves them unchanged.
+    offset) leaves them unchanged. Quadratic in ``T``; long inputs read bands of rows instead
+    (:func:`relative_index_rows`).
     """
     # bucket the 2T - 1 distances once, then lay them out as a Toeplitz matrix (one T x T
     # allocation instead of several T x T temporaries)
-    distances = torch.arange(length - 1, -length, -1, device=device)  # (2T-1,) = T-1 ... -(T-1)
-    index = (deberta_log_bucket(distances, buckets, max_distance) + buckets).clamp(0, 2 * buckets - 1)
-    # row i must read distances i - 0, i - 1, ..., i - (T-1), i.e. index[T-1-i :][:T]
-    return index.unfold(0, length, 1).flip(0)  # (T, T)
+    return relative_index_rows(deberta_distance_index(length, buckets, max_distance, device), 0, length)  # (T, T)

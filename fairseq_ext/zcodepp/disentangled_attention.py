@@ -18,6 +18,13 @@ The position scheme returns its two terms as an additive fp32 score bias
 (:func:`disentangled_position_bias`); the attention core is the shared
 :func:`~fairseq_ext.modules.attention.biased_attention` (c2c in fp32 plus the bias, the
 detached row maximum subtracted before the masked softmax: DeBERTa's fp16 safety).
+
+Long inputs (``T`` above ``query_chunk_size``) take the exact, memory-efficient path: queries in
+chunks of ``c`` rows (:func:`~fairseq_ext.modules.attention.chunked_biased_attention`), each
+chunk's position terms built for its band of relative buckets only
+(:func:`disentangled_band_bias`). Nothing of size ``T x T`` is ever held (not even the index):
+peak memory is linear in ``T`` for a fixed ``c``, in training too (chunks are recomputed in
+backward), and the result equals the full-score path.
 """
 
 import math
@@ -25,8 +32,9 @@ import math
 import torch
 from torch import nn
 
-from ..modules.attention import biased_attention
+from ..modules.attention import biased_attention, chunked_biased_attention
 from ..modules.multihead import merge_heads, split_heads
+from ..modules.relative_position import relative_band, relative_index_rows
 
 
 def disentangled_position_bias(query, key, pos_query, pos_key, position_index):
@@ -53,6 +61,38 @@ def disentangled_position_bias(query, key, pos_query, pos_key, position_index):
     return bias
 
 
+def disentangled_band_bias(query, p2c_table, pos_key, distance_index, start, end):
+    """The c2p + p2c terms of query rows ``[start, end)`` over all ``T`` keys, in fp32.
+
+    For these rows the distances ``i - j`` lie in ``[start - (T-1), end - 1]``, so only the
+    table rows ``[lo, hi]`` of that band are read (:func:`relative_band`)::
+
+        c2p[i, j] = Q_i . Kr[index[i, j]]   =  (Q_chunk Kr[lo:hi+1]^T)[i, index[i, j] - lo]
+        p2c[i, j] = K_j . Qr[index[i, j]]   =  p2c_table[j, index[i, j]]  (band columns only)
+
+    Args:
+        query: (B, H, c, D) the chunk's scaled content queries.
+        p2c_table: (B, H, T, 2S) ``K Qr^T``, computed once per layer (linear in ``T``).
+        pos_key: (H, 2S, D) position keys.
+        distance_index: (2T-1,) from
+            :func:`~fairseq_ext.modules.relative_position.deberta_distance_index`.
+        start, end: the chunk's query rows.
+
+    Returns:
+        (B, H, c, T) fp32 bias (a fresh tensor), equal to rows ``[start, end)`` of
+        :func:`disentangled_position_bias`.
+    """
+    batch, heads, rows, _ = query.shape
+    length = p2c_table.size(2)
+    lo, hi = relative_band(distance_index, start, end)
+    band_index = relative_index_rows(distance_index, start, end) - lo  # (c, T) in [0, hi - lo]
+    c2p = torch.matmul(query, pos_key[:, lo:hi + 1].transpose(-1, -2))  # (B, H, c, R), R = hi - lo + 1
+    bias = c2p.gather(-1, band_index.expand(batch, heads, rows, length)).float()  # (B, H, c, T)
+    p2c = p2c_table[..., lo:hi + 1]  # (B, H, T, R), a view
+    bias += p2c.gather(-1, band_index.t().expand(batch, heads, length, rows)).transpose(-1, -2)
+    return bias
+
+
 class DisentangledSelfAttention(nn.Module):
     """Multi-head disentangled self-attention over (B, T, C) inputs.
 
@@ -62,11 +102,13 @@ class DisentangledSelfAttention(nn.Module):
         dropout: dropout on the attention weights.
         position_dropout: dropout on the relative table, drawn in every call (DeBERTa's
             ``pos_dropout``, at the hidden dropout rate).
+        query_chunk_size: inputs longer than this take the memory-efficient path, in chunks of
+            this many queries (same result); 0 = always materialize the ``T x T`` scores.
     """
 
     SCORE_TERMS = 3  # c2c + c2p + p2c: each term is scaled by 1/sqrt(3 d)
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, position_dropout=0.0):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, position_dropout=0.0, query_chunk_size=0):
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
@@ -80,31 +122,46 @@ class DisentangledSelfAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.dropout = nn.Dropout(dropout)
         self.position_dropout = nn.Dropout(position_dropout)
+        if query_chunk_size < 0:
+            raise ValueError(f"--attention-chunk-size must be >= 0 (0 = off), got {query_chunk_size}")
+        self.query_chunk_size = query_chunk_size
 
     def _heads(self, x):
         """(..., L, C) -> (..., H, L, D), contiguous (one copy here, none in the matmuls)."""
         return split_heads(x, self.num_heads).contiguous()
 
-    def forward(self, x, key_padding_mask, rel_embeddings, position_index):
+    def forward(self, x, key_padding_mask, rel_embeddings, distance_index):
         """
         Args:
             x: (B, T, C) hidden states.
             key_padding_mask: (B, T) True at padding.
             rel_embeddings: (2S, C) relative position table, LayerNormed by the encoder; dropped
                 out here.
-            position_index: (T, T) from
-                :func:`~fairseq_ext.modules.relative_position.deberta_relative_index`.
+            distance_index: (2T-1,) table row of every distance, from
+                :func:`~fairseq_ext.modules.relative_position.deberta_distance_index`.
 
         Returns:
             (B, T, C) attention output after the output projection.
         """
+        length = x.size(1)
         query = self._heads(self.q_proj(x) * self.scaling)  # (B, H, T, D)
         key = self._heads(self.k_proj(x))  # (B, H, T, D)
         value = self._heads(self.v_proj(x))  # (B, H, T, D)
         rel_embeddings = self.position_dropout(rel_embeddings)  # (2S, C), this layer's own mask
         pos_query = self._heads(self.q_proj(rel_embeddings) * self.scaling)  # (H, 2S, D)
         pos_key = self._heads(self.k_proj(rel_embeddings))  # (H, 2S, D)
-        bias = disentangled_position_bias(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
         dropout_p = self.dropout.p if self.training else 0.0
-        context = biased_attention(query, key, value, key_padding_mask, bias, dropout_p)  # (B, H, T, D)
+        if 0 < self.query_chunk_size < length:
+            p2c_table = torch.matmul(key, pos_query.transpose(-1, -2))  # (B, H, T, 2S)
+
+            def chunk_bias(start, end):  # (B, H, c, T)
+                return disentangled_band_bias(query[:, :, start:end], p2c_table, pos_key, distance_index, start, end)
+
+            context = chunked_biased_attention(
+                query, key, value, key_padding_mask, chunk_bias, self.query_chunk_size, dropout_p
+            )  # (B, H, T, D)
+        else:
+            position_index = relative_index_rows(distance_index, 0, length)  # (T, T)
+            bias = disentangled_position_bias(query, key, pos_query, pos_key, position_index)  # (B, H, T, T)
+            context = biased_attention(query, key, value, key_padding_mask, bias, dropout_p)  # (B, H, T, D)
         return self.out_proj(merge_heads(context))  # (B, T, C)

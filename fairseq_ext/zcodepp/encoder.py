@@ -8,10 +8,14 @@ first ``L - fie_global_layers`` layers are *local* (attention within chunks of
 layers are ordinary layers of the same encoder, so a checkpoint trained without FiE is used
 with FiE as is (the paper initializes both from the encoder's weights).
 
-The configuration object is fairseq's ``TransformerConfig`` carrying five extra fields (see
+Global layers over inputs longer than ``attention_chunk_size`` take the exact, memory-efficient
+attention path (queries in chunks, see :mod:`.disentangled_attention`); with fairseq's
+``checkpoint_activations`` every layer's activations are recomputed in backward.
+
+The configuration object is fairseq's ``TransformerConfig`` carrying six extra fields (see
 ``user_dir/models/zcodepp.py``): ``relative_buckets``, ``relative_max_distance``,
 ``encoder_layer_norm_eps`` (every LayerNorm of the encoder; DeBERTa-v3 uses 1e-7, fairseq
-1e-5), ``fie_chunk_size`` and ``fie_global_layers``.
+1e-5), ``fie_chunk_size``, ``fie_global_layers`` and ``attention_chunk_size``.
 """
 
 from fairseq.models.transformer import TransformerEncoderBase
@@ -20,7 +24,8 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import nn
 
 from ..modules.alignment import gather_time, real_tokens_first
-from ..modules.relative_position import deberta_relative_index
+from ..modules.checkpointing import checkpointed
+from ..modules.relative_position import deberta_distance_index
 from .disentangled_attention import DisentangledSelfAttention
 from .fie import merge_chunks, split_chunks
 
@@ -39,15 +44,16 @@ class DisentangledEncoderLayer(TransformerEncoderLayerBase):
 
     def build_self_attention(self, embed_dim, cfg):
         return DisentangledSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, position_dropout=cfg.dropout
+            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, position_dropout=cfg.dropout,
+            query_chunk_size=cfg.attention_chunk_size,
         )
 
-    def forward(self, x, padding_mask, rel_embeddings, position_index):
-        """x (B, T, C), padding_mask (B, T) True at padding -> (B, T, C)."""
+    def forward(self, x, padding_mask, rel_embeddings, distance_index):
+        """x (B, T, C), padding_mask (B, T) True at padding, distance_index (2T-1,) -> (B, T, C)."""
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
-        x = self.self_attn(x, padding_mask, rel_embeddings, position_index)
+        x = self.self_attn(x, padding_mask, rel_embeddings, distance_index)
         x = residual + self.dropout_module(x)
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
@@ -66,10 +72,11 @@ class ZCodeEncoder(TransformerEncoderBase):
     """Disentangled-attention encoder with optional fusion-in-encoder."""
 
     def __init__(self, cfg, dictionary, embed_tokens):
-        if cfg.encoder.layerdrop > 0 or cfg.checkpoint_activations:
+        if cfg.encoder.layerdrop > 0 or cfg.offload_activations:
             raise ValueError("the Z-Code++ encoder supports neither --encoder-layerdrop nor "
-                             "--checkpoint-activations")
+                             "--offload-activations (--checkpoint-activations it does)")
         super().__init__(cfg, dictionary, embed_tokens)
+        self.checkpoint_activations = cfg.checkpoint_activations
         self.embed_positions = None  # relative positions only
         if cfg.fie_chunk_size < 0:
             raise ValueError(f"--fie-chunk-size must be >= 0 (0 = off), got {cfg.fie_chunk_size}")
@@ -94,22 +101,22 @@ class ZCodeEncoder(TransformerEncoderBase):
         self.rel_layer_norm = LayerNorm(embed_dim, eps=self.layer_norm_eps, export=cfg.export)
 
     def build_encoder_layer(self, cfg):
-        return DisentangledEncoderLayer(cfg)
+        return DisentangledEncoderLayer(cfg)  # checkpointed in forward, not wrapped (fairseq's wrapper is reentrant)
 
     @property
     def num_local_layers(self):
         return self.num_layers - self.fie_global_layers if self.fie_chunk_size else 0
 
-    def _position_index(self, length, device):
-        return deberta_relative_index(length, self.relative_buckets, self.relative_max_distance, device)
+    def _distance_index(self, length, device):
+        return deberta_distance_index(length, self.relative_buckets, self.relative_max_distance, device)  # (2T-1,)
 
     def _local(self, layer, x, padding_mask, rel_embeddings):
         """One local FiE layer: attention within chunks of ``x`` (B, T, C), real tokens first."""
         batch, length, _ = x.shape
         chunk_size = min(self.fie_chunk_size, length)
         chunks, chunk_padding, keep = split_chunks(x, padding_mask, chunk_size)  # (N, l, C)
-        index = self._position_index(chunk_size, x.device)
-        chunks = layer(chunks, chunk_padding, rel_embeddings, index)
+        index = self._distance_index(chunk_size, x.device)
+        chunks = checkpointed(layer, chunks, chunk_padding, rel_embeddings, index, enabled=self.checkpoint_activations)
         return merge_chunks(chunks, keep, batch, length)  # (B, T, C)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None):
@@ -129,8 +136,9 @@ class ZCodeEncoder(TransformerEncoderBase):
                 x = self._local(layer, x, aligned_padding, rel_embeddings)
             else:
                 if global_index is None:
-                    global_index = self._position_index(x.size(1), x.device)  # (T, T)
-                x = layer(x, aligned_padding, rel_embeddings, global_index)
+                    global_index = self._distance_index(x.size(1), x.device)  # (2T-1,)
+                x = checkpointed(layer, x, aligned_padding, rel_embeddings, global_index,
+                                 enabled=self.checkpoint_activations)
             if return_all_hiddens:
                 states.append(gather_time(x, inverse).transpose(0, 1))  # (T, B, C)
         if self.layer_norm is not None:

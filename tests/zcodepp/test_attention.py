@@ -13,7 +13,7 @@ from deberta_oracle import (
     BUCKETS, DIM, HEADS, LAYERS, MAX_DISTANCE, PAD, PARITY_CONFIGS, TOL, VOCAB,
     build_encoder, converted, dictionary, encode, hf_config, random_tokens,
 )  # fmt: skip
-from fairseq_ext.modules.relative_position import deberta_log_bucket, deberta_relative_index
+from fairseq_ext.modules.relative_position import deberta_distance_index, deberta_log_bucket, deberta_relative_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from parity import BEAMS, REORDER_STEPS, encoder_decoder_with_reorders, perturb_parameters
 from user_dir.models.zcodepp import ZCodeppModel, zcodepp_tiny_architecture
@@ -53,7 +53,7 @@ def test_attention_matches_hf_disentangled_self_attention():
     keep = (~padding).long()
     hf_mask = keep[:, None, :, None] * keep[:, None, None, :]  # (B, 1, T, T) as DebertaV2Encoder builds it
     hf_out, _ = hf(x, hf_mask, rel_embeddings=rel)
-    our_out = ours(x, padding, rel, deberta_relative_index(45, BUCKETS, MAX_DISTANCE))
+    our_out = ours(x, padding, rel, deberta_distance_index(45, BUCKETS, MAX_DISTANCE))
     real = ~padding
     torch.testing.assert_close(our_out[real], hf_out[real], atol=TOL, rtol=0)
 

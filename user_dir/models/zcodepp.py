@@ -58,6 +58,11 @@ class ZCodeppConfig(FairseqDataclass):
         default=1, metadata={"help": "number n of global (fusion) layers at the top of the encoder when "
                              "FiE is on; the paper uses the last layer"}
     )
+    attention_chunk_size: int = field(
+        default=1024, metadata={"help": "encoder layers attending over more tokens than this take the exact, "
+                                "memory-efficient path: queries in chunks of this many (same result, memory "
+                                "linear in the length); 0 = always materialize the T x T scores"}
+    )
     generator_layers: int = field(
         default=0, metadata={"help": "layers of the MLM generator for phase-one pre-training (6 in the "
                              "paper); 0 = no generator (phase two, fine-tuning, generation)"}
