@@ -4,7 +4,7 @@
 # beside the LEAD-3 baseline; it also draws the loss and validation ROUGE curves beside that
 # table (training.png, from fairseq's JSON log).
 #
-#   bash scripts/run_demo.sh                    # MODEL=bart (the default)
+#   bash scripts/run_demo.sh                    # MODEL=s2s_ft_copy (the default)
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
 #   LIMIT=8 MAX_EPOCH=1 bash scripts/run_demo.sh   # a quick run on the first 8 documents of each split
 #
@@ -16,7 +16,7 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${REPO}"
-MODEL="${MODEL:-bart}"
+MODEL="${MODEL:-s2s_ft_copy}"
 RECIPE="scripts/demo/${MODEL}.sh"
 if [[ ! -f "${RECIPE}" ]]; then
     echo "unknown MODEL=${MODEL}; choose one of: $(ls scripts/demo | sed 's/\.sh$//' | tr '\n' ' ')" >&2
