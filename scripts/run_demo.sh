@@ -33,6 +33,9 @@ WORK="${WORK:-runs/demo-${MODEL}}"
 DATA="data/${CORPUS}"
 STOP_HOURS="${STOP_HOURS:-0.12}"
 LIMIT="${LIMIT:-}"  # keep only the first LIMIT documents of each split (empty: all)
+# torch threads per process: 1 by default, steady on a shared machine (two threads spinning
+# against other jobs ran fairseq-train several times slower here)
+export OMP_NUM_THREADS="${THREADS:-1}"
 mkdir -p "${WORK}"
 start=$(date +%s)
 
