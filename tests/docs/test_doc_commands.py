@@ -153,7 +153,7 @@ def _with_arch(match, family):
 def _demo_model(text, position):
     line = text[text.rfind("\n", 0, position) + 1 : position]
     found = re.search(r"\bMODEL=(\w+)", line)
-    return found.group(1) if found else "bart"
+    return found.group(1) if found else "s2s_ft_copy"
 
 
 # ---------------------------------------------------------------- running
