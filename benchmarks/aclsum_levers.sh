@@ -112,12 +112,15 @@ python - "${RUN}" "${NAME}" "${MAX_UPDATE}" "${train_wall}" "${train_cpu}" "${ge
 import json, re, sys
 from pathlib import Path
 
+sys.path.insert(0, "scripts")
+from rouge_table import read_scores
+
 run, name, updates, wall, cpu, gen, table = sys.argv[1:]
 run = Path(run)
 
 def rouge(path):
-    text = path.read_text()
-    return [round(100 * float(re.search(rf"ROUGE-{k} Average_F: ([0-9.]+)", text).group(1)), 2) for k in ("1", "2", "L")]
+    scores = read_scores(path)
+    return [round(scores[k][0], 2) for k in ("1", "2", "L")]
 
 loads = [float(x) for x in (run / "load.txt").read_text().split()]
 load = f"{min(loads):.1f}-{max(loads):.1f} (mean {sum(loads) / len(loads):.1f})" if loads else "?"

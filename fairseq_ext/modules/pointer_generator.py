@@ -22,6 +22,8 @@ it is what a model's ``get_normalized_probs`` returns: fairseq's criterions and 
 import torch
 from torch import nn
 
+from .attention import masked_softmax
+
 TINY = torch.finfo(torch.float32).tiny
 """Floor under a mixed probability before its log (only reached when a softmax underflows)."""
 
@@ -52,8 +54,8 @@ class PointerGenerator(nn.Module):
             raise ValueError("this pointer-generator has no attention of its own (attention_dim=0)")
         q = self.query(hidden)  # (B, T, D)
         k = self.key(source_hidden.transpose(0, 1))  # (B, S, D)
-        scores = q @ k.transpose(1, 2) * q.size(-1) ** -0.5  # (B, T, S)
-        return torch.softmax(scores.float().masked_fill(source_padding[:, None, :], float("-inf")), dim=-1)
+        scores = (q @ k.transpose(1, 2) * q.size(-1) ** -0.5).float()  # (B, T, S)
+        return masked_softmax(scores[:, None], source_padding)[:, 0]  # (B, T, S)
 
     def forward(self, hidden, attn, source_hidden):
         """``hidden (B, T, C)``, ``attn (B, T, S)`` (rows sum to 1), ``source_hidden (S, B, C)``
