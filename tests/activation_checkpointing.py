@@ -7,11 +7,11 @@ fairseq's own argument parser, and compare the gradients of the checkpointed and
 
 import torch
 from fairseq import options, tasks
-from fairseq.data import Dictionary
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir
 from parity import perturb_parameters
+from toys import toy_dictionary
 
 VOCAB = 40
 TOL = 1e-5
@@ -19,9 +19,7 @@ TOL = 1e-5
 
 def dictionary_dir(path):
     """A data directory holding only a joined dictionary of ``VOCAB`` words (enough to build a model)."""
-    dictionary = Dictionary()
-    for i in range(VOCAB):
-        dictionary.add_symbol(f"w{i}")
+    dictionary = toy_dictionary(VOCAB)
     for side in ("source", "target"):
         dictionary.save(str(path / f"dict.{side}.txt"))
     return path

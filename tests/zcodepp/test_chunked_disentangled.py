@@ -5,7 +5,6 @@ from argparse import Namespace
 
 import pytest
 import torch
-from fairseq.data import Dictionary
 from fairseq.models.transformer import TransformerConfig
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import DebertaV2Config
@@ -20,6 +19,7 @@ from fairseq_ext.modules.relative_position import (
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from parity import perturb_parameters
+from toys import toy_dictionary
 from user_dir.models.zcodepp import zcodepp_tiny_architecture
 
 TOL = 1e-5
@@ -153,18 +153,11 @@ def test_no_tensor_grows_with_length_squared(chunk):
         assert largest.nbytes >= HEADS * length * length * fp32  # the check can see a T x T tensor
 
 
-def dictionary(size=40):
-    d = Dictionary()
-    for i in range(size):
-        d.add_symbol(f"w{i}")
-    return d
-
-
 def build_encoder(**options):
     args = Namespace(encoder_embed_dim=DIM, encoder_ffn_embed_dim=2 * DIM, encoder_layers=3,
                      encoder_attention_heads=HEADS, dropout=0.0, attention_dropout=0.0, **options)
     zcodepp_tiny_architecture(args)
-    d = dictionary()
+    d = toy_dictionary(40)
     embed = torch.nn.Embedding(len(d), DIM, padding_idx=d.pad())
     return ZCodeEncoder(TransformerConfig.from_namespace(args), d, embed), d
 
