@@ -9,6 +9,10 @@
 #   NAME=abstract CORPUS=aclsum_abstract COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
 #   NAME=aspects CORPUS=aclsum_aspects MAX_TARGET=48 COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
 #   NAME=copy-beam BEAM=5 LENPEN=2.0 GENERATE_ONLY=1 bash benchmarks/aclsum_levers.sh  # decode NAME's checkpoint again
+#   # pre-training on Wikipedia gap sentences (fairseq_ext.data.gap_sentences), then fine-tuning from it:
+#   NAME=wiki-gsg CORPUS=wiki_gsg MAX_TARGET=48 COPY_HEADS=12 MAX_UPDATE=300 DECODE=0 bash benchmarks/aclsum_levers.sh
+#   NAME=wiki-aspects CORPUS=aclsum_aspects MAX_TARGET=48 MIN_LEN=15 COPY_HEADS=12 \
+#       INIT_FROM=runs/levers/wiki-gsg/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
 #
 # Only validation figures choose anything (the checkpoint here; levers and decoding settings
 # in RESULTS.md); test figures are reported for the checkpoint validation chose.
@@ -19,7 +23,7 @@ cd "${REPO}"
 # shellcheck disable=SC1091
 source .venv/bin/activate
 NAME="${NAME:?set NAME to name the row}"
-CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects
+CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects | wiki_gsg
 COPY_HEADS="${COPY_HEADS:-0}"           # copy through the last layer's first N heads (0: not so)
 COPY_ATTENTION_DIM="${COPY_ATTENTION_DIM:-0}"  # copy through an attention of its own (0: not so)
 METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
@@ -45,13 +49,17 @@ DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row
 GENERATE_ONLY="${GENERATE_ONLY:-}"      # non-empty: decode the checkpoint of CHECKPOINT_FROM (default NAME) again
 WORK="${WORK:-runs/levers}"
 LIMIT="${LIMIT:-}"
+INIT_FROM="${INIT_FROM:-}"              # a checkpoint to fine-tune from (--finetune-from-model): weights only
 
 DATA="data/${CORPUS}_wp${LIMIT:+_limit${LIMIT}}"
 RUN="${WORK}/${NAME}"
 CKPT_DIR="${WORK}/${CHECKPOINT_FROM:-${NAME}}/checkpoints"
 mkdir -p "${RUN}"
 export OMP_NUM_THREADS="${THREADS}"
-if [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
+if [[ "${CORPUS}" == wiki_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
+    python -m fairseq_ext.data.gap_sentences --out "data/wiki_gsg" ${LIMIT:+--limit "${LIMIT}"}
+    python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out "${DATA}"
+elif [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus "${CORPUS}" --out "${DATA}" ${LIMIT:+--limit "${LIMIT}"}
 fi
 per_document=1
@@ -71,6 +79,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
     minilm="$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')"
     /usr/bin/time -f "%e %U %S" -o "${RUN}/train.time" fairseq-train "${DATA}/bin" --user-dir user_dir \
         --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "${minilm}" \
+        ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"} \
         --copy-heads "${COPY_HEADS}" --copy-attention-dim "${COPY_ATTENTION_DIM}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
         --criterion s2s_ft --label-smoothing 0.1 \
         --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \

@@ -1,0 +1,141 @@
+"""Gap-sentence pairs from the shipped Wikipedia text: a summarization-shaped pre-training task.
+
+Zhang et al., "PEGASUS: Pre-training with Extracted Gap-sentences for Abstractive
+Summarization" (section 3.1): the *principal* sentence of a text is the one with the highest
+ROUGE-1 F1 against the rest of the text ("Ind-Orig"), and the model learns to generate it. Here
+the text is a window of consecutive sentences of one article (``window_words`` words at most, so
+that it fits the model's source length) and the principal sentence stays in the window
+(``remove=False``: the model learns to find the central sentence and copy it whole, the skill a
+copy mechanism lacks after 100 ACLSum papers) or is cut out of it (``remove=True``, PEGASUS's
+masked form: the model must write it from the rest).
+
+    python -m fairseq_ext.data.gap_sentences --out data/wiki_gsg
+    python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out data/wiki_gsg_wp
+
+writes ``{train,valid,test}.{source,target}`` (one pair a line) from the wiki corpus's splits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from .corpora import load_wiki
+
+logger = logging.getLogger(__name__)
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """Sentences of a paragraph: a split after ``.``, ``!`` or ``?`` before a capital or digit."""
+    return [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
+
+
+def _unigrams(text: str) -> Counter:
+    return Counter(_WORD.findall(text.lower()))
+
+
+def rouge1_f(candidate: Counter, reference: Counter) -> float:
+    """ROUGE-1 F1 of two bags of lower-cased words (0 when either is empty)."""
+    overlap = sum((candidate & reference).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / sum(candidate.values()), overlap / sum(reference.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def principal_sentence(sentences: Sequence[str], min_words: int, max_words: int) -> int | None:
+    """Index of the sentence with the best ROUGE-1 F1 against the others (PEGASUS's Ind-Orig),
+    among those of ``min_words``..``max_words`` words; None if none qualifies."""
+    bags = [_unigrams(s) for s in sentences]
+    total = sum(bags, Counter())
+    best, best_score = None, -1.0
+    for i, (sentence, bag) in enumerate(zip(sentences, bags)):
+        if not min_words <= len(sentence.split()) <= max_words:
+            continue
+        score = rouge1_f(bag, total - bag)
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+def windows(paragraphs: Iterable[str], window_words: int) -> Iterator[list[str]]:
+    """Consecutive sentences of one article, at most ``window_words`` words each window (a longer
+    sentence is a window of its own, which the caller drops)."""
+    window, words = [], 0
+    for paragraph in paragraphs:
+        for sentence in split_sentences(paragraph):
+            n = len(sentence.split())
+            if window and words + n > window_words:
+                yield window
+                window, words = [], 0
+            window.append(sentence)
+            words += n
+    if window:
+        yield window
+
+
+def gap_sentence_pairs(articles: Iterable[Sequence[str]], window_words: int = 170, min_words: int = 8,
+                       max_words: int = 35, remove: bool = False) -> tuple[list[str], list[str], Counter]:
+    """(sources, targets, counts) over all windows of all articles; ``counts`` says how many
+    windows became pairs and why the others did not."""
+    sources, targets, counts = [], [], Counter()
+    for article in articles:
+        for window in windows(article, window_words):
+            if len(window) < 3:
+                counts["windows with fewer than 3 sentences (skipped)"] += 1
+                continue
+            chosen = principal_sentence(window, min_words, max_words)
+            if chosen is None:
+                counts[f"windows without a sentence of {min_words}-{max_words} words (skipped)"] += 1
+                continue
+            kept = [s for i, s in enumerate(window) if not (remove and i == chosen)]
+            sources.append(" ".join(kept))
+            targets.append(window[chosen])
+            counts["pairs"] += 1
+    return sources, targets, counts
+
+
+def write_pairs(out: Path, limit: int | None = None, **options) -> dict[str, Counter]:
+    """``out/{split}.{source,target}`` for the wiki corpus's train/valid/test articles."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    articles, _ = load_wiki(limit)
+    report = {}
+    for split, docs in articles.items():
+        sources, targets, counts = gap_sentence_pairs(docs, **options)
+        if not sources:
+            raise ValueError(f"wiki[{split}]: no gap-sentence pair (counts: {dict(counts)})")
+        (out / f"{split}.source").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+        (out / f"{split}.target").write_text("".join(t + "\n" for t in targets), encoding="utf-8")
+        logger.info("wiki[%s]: %s", split, dict(counts))
+        report[split] = counts
+    return report
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="directory for {split}.{source,target}")
+    parser.add_argument("--window-words", type=int, default=170, help="words per source window at most")
+    parser.add_argument("--min-words", type=int, default=8, help="shortest principal sentence, in words")
+    parser.add_argument("--max-words", type=int, default=35, help="longest principal sentence, in words")
+    parser.add_argument("--remove", action="store_true", help="cut the principal sentence out of its source")
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT articles of each split")
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
+    if not 0 < args.min_words <= args.max_words:
+        parser.error("need 0 < --min-words <= --max-words")
+    write_pairs(args.out, args.limit, window_words=args.window_words, min_words=args.min_words,
+                max_words=args.max_words, remove=args.remove)
+
+
+if __name__ == "__main__":
+    main()
