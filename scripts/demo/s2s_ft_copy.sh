@@ -8,10 +8,14 @@
 #   bash scripts/run_demo.sh                      # this recipe is the main job's default
 #   MODEL=s2s_ft_copy MAX_UPDATE=200 bash scripts/run_demo.sh
 #   MODEL=s2s_ft_copy COPY_HEADS=0 bash scripts/run_demo.sh   # the same without copying
+#   MODEL=s2s_ft_copy SOURCE_CORPUS=aclsum bash scripts/run_demo.sh   # one pair per paper
 #
 # MiniLM reads BERT-uncased WordPieces, so the data are prepared here with that vocabulary
 # (data/<SOURCE_CORPUS>_wp); run_demo.sh then finds them and skips its sentencepiece step.
-SOURCE_CORPUS="${SOURCE_CORPUS:-aclsum}"   # aclsum | aclsum_abstract | aclsum_aspects
+# aclsum_aspects: three instruction-prefixed pairs per paper ("challenge: ...", "approach: ...",
+# "outcome: ..."), one short summary each, joined per paper before scoring; aclsum: one pair per
+# paper, the whole summary as the target; aclsum_abstract: the same with the abstract alone as source
+SOURCE_CORPUS="${SOURCE_CORPUS:-aclsum_aspects}"
 CORPUS="${CORPUS:-${SOURCE_CORPUS}_wp}"
 VOCAB_SIZE="${VOCAB_SIZE:-30522}"
 MAX_UPDATE="${MAX_UPDATE:-400}"
@@ -19,8 +23,12 @@ MAX_EPOCH="${MAX_EPOCH:-100000}"           # MAX_UPDATE and STOP_HOURS end train
 STOP_HOURS="${STOP_HOURS:-1.0}"            # the budget: one hour of this 2-core machine
 VALID_EVERY="${VALID_EVERY:-50}"
 MAX_SOURCE="${MAX_SOURCE:-256}"
+if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then
+    LINES_PER_DOCUMENT=3
+    # an aspect's summary is one sentence (22 words, about 28 WordPieces, on average)
+    MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-15}" VALID_MIN_LEN="${VALID_MIN_LEN:-15}"
+fi
 MAX_TARGET="${MAX_TARGET:-128}"
-if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then LINES_PER_DOCUMENT=3; fi
 LEAD_ARGS=(--aclsum test)                  # LEAD-3 of the paper, ACLSum's own sentences
 if [[ ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus "${SOURCE_CORPUS}" --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
