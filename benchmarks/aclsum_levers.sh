@@ -7,11 +7,11 @@
 #
 #   NAME=copy COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
 #   NAME=abstract CORPUS=aclsum_abstract COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
-#   NAME=aspects CORPUS=aclsum_aspects MAX_TARGET=48 COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
+#   NAME=aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 bash benchmarks/aclsum_levers.sh
 #   NAME=copy-beam BEAM=5 LENPEN=2.0 GENERATE_ONLY=1 bash benchmarks/aclsum_levers.sh  # decode NAME's checkpoint again
 #   # pre-training on Wikipedia gap sentences (fairseq_ext.data.gap_sentences), then fine-tuning from it:
-#   NAME=wiki-gsg CORPUS=wiki_gsg MAX_TARGET=48 COPY_HEADS=12 MAX_UPDATE=300 DECODE=0 bash benchmarks/aclsum_levers.sh
-#   NAME=wiki-aspects CORPUS=aclsum_aspects MAX_TARGET=48 MIN_LEN=15 COPY_HEADS=12 \
+#   NAME=wiki-gsg CORPUS=wiki_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=100 DECODE=0 bash benchmarks/aclsum_levers.sh
+#   NAME=wiki-aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 \
 #       INIT_FROM=runs/levers/wiki-gsg/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
 #
 # Only validation figures choose anything (the checkpoint here; levers and decoding settings
@@ -34,13 +34,17 @@ WARMUP="${WARMUP:-30}"
 BATCH_SIZE="${BATCH_SIZE:-8}"
 TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
 MAX_SOURCE="${MAX_SOURCE:-256}"
+case "${CORPUS}" in  # one-sentence targets: an aspect's summary, a gap sentence
+    aclsum_aspects) MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-15}" ;;
+    wiki_gsg) MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-8}" ;;
+esac
 MAX_TARGET="${MAX_TARGET:-128}"
+MIN_LEN="${MIN_LEN:-40}"
 VALID_EVERY="${VALID_EVERY:-50}"
-GREEDY='{"beam": 1, "min_len": 40, "max_len_b": 127, "no_repeat_ngram_size": 3}'
+GREEDY="{\"beam\": 1, \"min_len\": ${MIN_LEN}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
 VALID_ARGS="${VALID_ARGS:-${GREEDY}}"   # validation decoding during training
 BEAM="${BEAM:-4}"
 LENPEN="${LENPEN:-1.0}"
-MIN_LEN="${MIN_LEN:-40}"
 MAX_LEN_B="${MAX_LEN_B:-$((MAX_TARGET - 1))}"
 NO_REPEAT="${NO_REPEAT:-3}"
 THREADS="${THREADS:-1}"
