@@ -24,12 +24,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from ..rouge.tokenizer import rouge155_tokens
 from .corpora import load_wiki
+from .prepare import check_out_dir
 
 logger = logging.getLogger(__name__)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -38,11 +39,11 @@ def split_sentences(paragraph: str) -> list[str]:
 
 
 def _unigrams(text: str) -> Counter:
-    return Counter(_WORD.findall(text.lower()))
+    return Counter(rouge155_tokens(text))
 
 
 def rouge1_f(candidate: Counter, reference: Counter) -> float:
-    """ROUGE-1 F1 of two bags of lower-cased words (0 when either is empty)."""
+    """ROUGE-1 F1 of two bags of ROUGE-1.5.5 tokens, unstemmed (0 when either is empty)."""
     overlap = sum((candidate & reference).values())
     if overlap == 0:
         return 0.0
@@ -105,8 +106,7 @@ def gap_sentence_pairs(articles: Iterable[Sequence[str]], window_words: int = 17
 def write_pairs(out: Path, limit: int | None = None, **options) -> dict[str, Counter]:
     """``out/{split}.{source,target}`` for the wiki corpus's train/valid/test articles."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a directory")
+    check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     articles, _ = load_wiki(limit)
     report = {}

@@ -179,7 +179,11 @@ def check_config(cfg: PrepareConfig) -> None:
             raise ValueError(f"{flag} must be at least {least}, got {value}")
     if not 0 < cfg.character_coverage <= 1:
         raise ValueError(f"--character-coverage must be in (0, 1], got {cfg.character_coverage}")
-    out = Path(cfg.out)
+    check_out_dir(Path(cfg.out))
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse an output directory that is a file or lies under one, naming which."""
     for path in (out, *out.parents):
         if path.exists():
             if not path.is_dir():

@@ -71,3 +71,5 @@ def test_command_refuses_a_file_as_out(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is a file"):
         main(["--out", str(tmp_path / "file"), "--limit", "1"])
+    with pytest.raises(ValueError, match="its parent .* is a file"):
+        main(["--out", str(tmp_path / "file" / "gsg"), "--limit", "1"])
