@@ -9,6 +9,8 @@
 #   NAME=abstract CORPUS=aclsum_abstract COPY_HEADS=12 bash benchmarks/aclsum_levers.sh
 #   NAME=aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 bash benchmarks/aclsum_levers.sh
 #   NAME=copy-beam BEAM=5 LENPEN=2.0 GENERATE_ONLY=1 bash benchmarks/aclsum_levers.sh  # decode NAME's checkpoint again
+#   NAME=aspects12-words CHECKPOINT_FROM=aspects12 GENERATE_ONLY=1 CORPUS=aclsum_aspects COPY_HEADS=12 NO_REPEAT=2 \
+#       DECODE_WORDS=source DECODE_WORDS_FILE=data/aclsum_aspects_wp/raw/train.target bash benchmarks/aclsum_levers.sh
 #   # pre-training on Wikipedia gap sentences (fairseq_ext.data.gap_sentences), then fine-tuning from it:
 #   NAME=wiki-gsg CORPUS=wiki_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=100 DECODE=0 bash benchmarks/aclsum_levers.sh
 #   NAME=wiki-aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 \
@@ -47,6 +49,8 @@ BEAM="${BEAM:-4}"
 LENPEN="${LENPEN:-1.0}"
 MAX_LEN_B="${MAX_LEN_B:-$((MAX_TARGET - 1))}"
 NO_REPEAT="${NO_REPEAT:-3}"
+DECODE_WORDS="${DECODE_WORDS:-any}"     # any | source (only words of the source, and of DECODE_WORDS_FILE)
+DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-}"
 THREADS="${THREADS:-1}"
 SEED="${SEED:-1}"
 DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row gives the last greedy validation)
@@ -113,6 +117,7 @@ for split in "${splits[@]}"; do
         --batch-size 25 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
         --no-repeat-ngram-size "${NO_REPEAT}" \
+        --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
     hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"

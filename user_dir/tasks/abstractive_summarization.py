@@ -33,7 +33,9 @@ import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import LanguagePairDataset, ListDataset, encoders
+from fairseq.dataclass import ChoiceEnum
 from fairseq.logging import metrics
+from fairseq.sequence_generator import SequenceGenerator
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 from omegaconf import II
@@ -41,6 +43,7 @@ from omegaconf import II
 from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.wordpiece import WordPieceCodec
+from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
@@ -106,6 +109,16 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     )
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis and reference per validation batch"}
+    )
+    decode_words: ChoiceEnum(["any", "source"]) = field(
+        default="any",
+        metadata={"help": "words generation may write: any, or only words of the source (and of "
+                  "--decode-words-file); see fairseq_ext.modules.word_constraint"},
+    )
+    decode_words_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "with --decode-words source: a text file whose words may be written too "
+                  "(e.g. the training summaries), encoded with the data's sentencepiece or WordPiece model"},
     )
     seed: int = II("common.seed")
 
@@ -300,9 +313,30 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
 
     def build_generator(self, models, args, *rest, **kwargs):
         """fairseq's generator with n-gram blocking that works on CPU and the beam size told
-        to the model at every size (see fairseq_fixes)."""
+        to the model at every size (see fairseq_fixes); with ``--decode-words source``, one that
+        writes only words of each source and of ``--decode-words-file``."""
         generator = super().build_generator(models, args, *rest, **kwargs)
-        return fix_decoder_beam_size(fix_ngram_blocking(generator))
+        generator = fix_decoder_beam_size(fix_ngram_blocking(generator))
+        if self.cfg.decode_words == "source" and isinstance(generator, SequenceGenerator):
+            generator = constrain_words(generator, self.tgt_dict, self.decode_words_extra)
+        return generator
+
+    @cached_property
+    def decode_words_extra(self):
+        """The words of ``--decode-words-file`` (piece-id tuples), read once; none without it."""
+        path = self.cfg.decode_words_file
+        if not path:
+            return []
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"--decode-words-file {path}: no such file")
+        splitter = WordConstraint(self.tgt_dict)
+        words = set()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.strip():
+                    words.update(splitter.words_of(self.encode_text(line.strip()).tolist()))
+        logger.info(f"--decode-words source: {len(words)} words of {path} allowed besides each source's")
+        return sorted(words)
 
     # ------------------------------------------------------------------ model
     def build_model(self, cfg, from_checkpoint=False):

@@ -1,0 +1,205 @@
+"""Decoding that writes only words it has read: every word a hypothesis contains is a word of
+its own source, or of a list given beside it (``--decode-words source``,
+``--decode-words-file``).
+
+A small model trained on a hundred papers copies WordPieces one at a time and, between two
+right pieces, often picks a wrong one: "emdingdings", "conotaation", "revtriative". These are
+not words of the source nor of any summary, and each costs ROUGE-1 and two ROUGE-2 matches.
+Here beam search is only offered, at each step, the tokens that keep the word being written a
+prefix of an allowed word (a trie of piece ids), and the tokens that start a new allowed word
+(or end the hypothesis) once the current word is a whole allowed word. At the maximum length,
+where fairseq forces the end, the end is offered to every hypothesis. The model's
+probabilities are not renormalized: the tokens left out get ``-inf``, as fairseq's own
+``--no-repeat-ngram-size`` does.
+
+Words are told apart by the dictionary's symbols: WordPiece marks a continuing piece with
+``##``, sentencepiece marks a word's first piece with ``▁``. Special symbols (``<s>``,
+``</s>``, ``<pad>``, ``<unk>``) are never part of a word.
+"""
+
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import torch
+from fairseq.sequence_generator import EnsembleModel
+
+Word = Tuple[int, ...]
+
+SPM_WORD_START = "\u2581"
+WORDPIECE_CONTINUATION = "##"
+
+
+def word_starts(dictionary) -> torch.BoolTensor:
+    """``(len(dictionary),)``: True where a symbol starts a word (special symbols count as
+    starts: no word runs through them); a :class:`ValueError` for a dictionary whose symbols
+    mark no word boundaries (neither WordPiece nor sentencepiece)."""
+    symbols = dictionary.symbols
+    special = set(range(dictionary.nspecial))
+    if any(s.startswith(SPM_WORD_START) for s in symbols):
+        starts = [i in special or s.startswith(SPM_WORD_START) for i, s in enumerate(symbols)]
+    elif any(s.startswith(WORDPIECE_CONTINUATION) for s in symbols):
+        starts = [i in special or not s.startswith(WORDPIECE_CONTINUATION) for i, s in enumerate(symbols)]
+    else:
+        raise ValueError("--decode-words needs WordPiece (##) or sentencepiece (\u2581) symbols to tell "
+                         "words apart; this dictionary has neither")
+    return torch.tensor(starts, dtype=torch.bool)
+
+
+def split_words(ids: Iterable[int], starts: Sequence[bool], skip: Set[int]) -> List[Word]:
+    """The words of a sequence of ids: runs of a start piece and its continuing pieces; ids in
+    ``skip`` (special symbols) end a word and belong to none; continuing pieces with no start
+    before them are dropped."""
+    words, current = [], []
+    for i in ids:
+        if i in skip:
+            if current:
+                words.append(tuple(current))
+            current = []
+        elif starts[i]:
+            if current:
+                words.append(tuple(current))
+            current = [i]
+        elif current:
+            current.append(i)
+    if current:
+        words.append(tuple(current))
+    return words
+
+
+class WordTrie:
+    """Allowed words as piece-id sequences: :meth:`after` gives the pieces that may follow a
+    prefix, :meth:`is_word` whether a prefix is a whole word."""
+
+    def __init__(self, words: Iterable[Word] = ()):
+        self.next: Dict[Word, Set[int]] = {}
+        self.words: Set[Word] = set()
+        for word in words:
+            self.add(word)
+
+    def add(self, word: Word):
+        if not word or word in self.words:
+            return
+        self.words.add(word)
+        for end in range(len(word)):
+            self.next.setdefault(word[:end], set()).add(word[end])
+
+    def after(self, prefix: Word) -> Set[int]:
+        return self.next.get(prefix, set())
+
+    def is_word(self, prefix: Word) -> bool:
+        return prefix in self.words
+
+    def firsts(self) -> Set[int]:
+        return self.after(())
+
+    def __len__(self):
+        return len(self.words)
+
+
+class WordConstraint:
+    """The allowed-token mask of each hypothesis: built from the source ids of each sentence
+    (:meth:`start`), reordered with the beams (:meth:`reorder`), applied to the next-token
+    log-probabilities (:meth:`apply`)."""
+
+    def __init__(self, dictionary, extra_words: Iterable[Word] = ()):
+        self.starts = word_starts(dictionary)
+        self._starts_list = self.starts.tolist()
+        self.skip = set(range(dictionary.nspecial))
+        self.eos = dictionary.eos()
+        self.extra = WordTrie(extra_words)
+        self.rows: List[WordTrie] = []
+        self.first_masks: Optional[torch.BoolTensor] = None  # (rows, vocab): allowed word starts
+
+    def words_of(self, ids: Iterable[int]) -> List[Word]:
+        return split_words(ids, self._starts_list, self.skip)
+
+    def start(self, src_tokens: torch.Tensor):
+        """One trie per sentence from its source ids (pad and special symbols ignored)."""
+        extra_firsts = list(self.extra.firsts())
+        self.rows, masks = [], torch.zeros(src_tokens.size(0), len(self.starts), dtype=torch.bool)
+        for row, ids in enumerate(src_tokens.tolist()):
+            trie = WordTrie(self.words_of(ids))
+            self.rows.append(trie)
+            masks[row, list(trie.firsts()) + extra_firsts] = True
+        self.first_masks = masks
+
+    def reorder(self, new_order: torch.Tensor):
+        order = new_order.tolist()
+        self.rows = [self.rows[i] for i in order]
+        self.first_masks = self.first_masks.index_select(0, new_order.cpu())
+
+    def partial_word(self, row: List[int]) -> Word:
+        """The pieces of the word a hypothesis is writing: from its last word start to its end
+        (empty right after the token decoding starts from, ``</s>``, ``<s>`` or a task's own
+        such as Transformer-SM's ``<delim>``)."""
+        start = len(row) - 1
+        while start > 0 and not self._starts_list[row[start]]:
+            start -= 1
+        if start == 0 or row[start] in self.skip:
+            return tuple(row[start + 1:])
+        return tuple(row[start:])
+
+    def allowed(self, tokens: torch.Tensor, vocab_size: int, last: bool = False) -> torch.BoolTensor:
+        """``(rows, vocab)``: the tokens each hypothesis may write next (``last``: the step at
+        the maximum length, where every hypothesis may end)."""
+        width = self.first_masks.size(1)
+        if vocab_size < width:
+            raise ValueError(f"the model scores {vocab_size} tokens, its dictionary has {width}")
+        allowed = torch.zeros(self.first_masks.size(0), vocab_size, dtype=torch.bool)
+        allowed[:, :width] = self.first_masks  # a model that pads its output never writes the padding
+        for r, row in enumerate(tokens.tolist()):
+            prefix = self.partial_word(row)
+            trie = self.rows[r]
+            following = trie.after(prefix) | self.extra.after(prefix)
+            whole = not prefix or trie.is_word(prefix) or self.extra.is_word(prefix)
+            if not whole and following:
+                allowed[r] = False  # in the middle of a word: only its continuations
+            if following:
+                allowed[r, list(following)] = True
+            allowed[r, self.eos] = whole or not following or last
+        return allowed
+
+    def apply(self, tokens: torch.Tensor, lprobs: torch.Tensor, last: bool = False) -> torch.Tensor:
+        mask = self.allowed(tokens, lprobs.size(-1), last).to(lprobs.device)
+        return lprobs.masked_fill(~mask, -math.inf)
+
+
+class WordConstrainedEnsemble(EnsembleModel):
+    """fairseq's :class:`EnsembleModel` whose next-token log-probabilities keep to a
+    :class:`WordConstraint`; the sources are read in ``forward_encoder`` and follow the
+    beams through ``reorder_encoder_out``, as the encoder outputs do. ``max_len_a``,
+    ``max_len_b`` and ``max_len`` are the generator's, to know its last step."""
+
+    def __init__(self, models, constraint: WordConstraint, max_len_a=0.0, max_len_b=200, max_len=None):
+        super().__init__(models)
+        self.constraint = constraint
+        self.max_len_a, self.max_len_b = max_len_a, max_len_b
+        self.max_len = max_len or self.max_decoder_positions()
+        self.last_step = None
+
+    def forward_encoder(self, net_input: Dict[str, torch.Tensor]):
+        src_tokens = net_input["src_tokens"]
+        self.constraint.start(src_tokens.cpu())
+        # as SequenceGenerator._generate sets its maximum length (on the padded source length)
+        self.last_step = min(int(self.max_len_a * src_tokens.size(1) + self.max_len_b), self.max_len - 1)
+        return super().forward_encoder(net_input)
+
+    def reorder_encoder_out(self, encoder_outs, new_order):
+        self.constraint.reorder(new_order)
+        return super().reorder_encoder_out(encoder_outs, new_order)
+
+    def forward_decoder(self, tokens, encoder_outs, incremental_states, temperature: float = 1.0):
+        lprobs, attn = super().forward_decoder(tokens, encoder_outs, incremental_states, temperature)
+        last = tokens.size(1) - 1 >= self.last_step
+        return self.constraint.apply(tokens, lprobs, last), attn
+
+
+def constrain_words(generator, dictionary, extra_words: Iterable[Word] = ()):
+    """Make a ``SequenceGenerator`` write only words of each source and of ``extra_words``;
+    returns the generator."""
+    models = list(generator.model.models)
+    generator.model = WordConstrainedEnsemble(
+        models, WordConstraint(dictionary, extra_words), generator.max_len_a, generator.max_len_b, generator.max_len
+    )
+    generator.model.eval()
+    return generator

@@ -1,0 +1,219 @@
+"""``--decode-words source`` (fairseq_ext.modules.word_constraint): beam search writes only words
+of each source (and of ``--decode-words-file``), for WordPiece and sentencepiece dictionaries;
+unconstrained decoding of the same models writes other words, so each test can fail."""
+
+import contextlib
+import io
+import re
+
+import pytest
+import torch
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.sequence_generator import SequenceGenerator
+from fairseq_cli import generate as generate_cli
+
+from fairseq_ext.fairseq_fixes import fix_decoder_beam_size
+from fairseq_ext.modules.word_constraint import (
+    WordConstraint, WordTrie, constrain_words, split_words, word_starts,
+)
+from harness import USER_DIR
+from toys import toy_dictionary
+
+import user_dir  # noqa: F401  (registers s2s_ft)
+from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
+
+
+def wordpiece_dictionary():
+    """Word starts ``a`` .. ``l``, continuations ``##a`` .. ``##l``, punctuation ``.``, ``[MASK]``."""
+    letters = "abcdefghijkl"
+    return toy_dictionary(0, *letters, *[f"##{c}" for c in letters], ".", "[MASK]")
+
+
+def ids(d, text):
+    return [d.index(piece) for piece in text.split()]
+
+
+def test_word_starts_follow_the_symbols_of_each_codec():
+    d = wordpiece_dictionary()
+    starts = word_starts(d)
+    assert starts[: d.nspecial].all()  # specials end words
+    assert starts[d.index("a")] and starts[d.index(".")] and not starts[d.index("##a")]
+    spm = toy_dictionary(0, "\u2581the", "re", "\u2581cat", ",")
+    starts = word_starts(spm)
+    assert starts[spm.index("\u2581the")] and starts[spm.index("\u2581cat")]
+    assert not starts[spm.index("re")] and not starts[spm.index(",")]
+    with pytest.raises(ValueError, match="WordPiece .* or sentencepiece"):
+        word_starts(toy_dictionary(5))
+
+
+def test_split_words_joins_continuations_and_stops_at_specials():
+    d = wordpiece_dictionary()
+    starts = word_starts(d).tolist()
+    skip = set(range(d.nspecial))
+    sequence = ids(d, "##c a ##b ##c d .") + [d.eos()] + ids(d, "##e e") + [d.pad()]
+    assert split_words(sequence, starts, skip) == [
+        tuple(ids(d, "a ##b ##c")), tuple(ids(d, "d")), tuple(ids(d, ".")), tuple(ids(d, "e")),
+    ]  # the leading ##c and the ##e after </s> have no start: dropped
+
+
+def test_trie_gives_what_may_follow_a_prefix():
+    trie = WordTrie([(1, 2, 3), (1, 2), (4,), (1, 2)])
+    assert len(trie) == 3
+    assert trie.firsts() == {1, 4}
+    assert trie.after((1,)) == {2} and trie.after((1, 2)) == {3} and trie.after((9,)) == set()
+    assert trie.is_word((1, 2)) and not trie.is_word((1,)) and trie.is_word((1, 2, 3))
+
+
+def test_allowed_tokens_mid_word_and_after_a_whole_word():
+    d = wordpiece_dictionary()
+    constraint = WordConstraint(d, extra_words=[tuple(ids(d, "k ##l"))])
+    src = torch.tensor([ids(d, "a ##b ##c a ##b d .") + [d.eos()]])
+    constraint.start(src)
+    constraint.reorder(torch.tensor([0, 0, 0, 0]))  # four beams of the one sentence
+    bos = d.eos()
+    tokens = torch.tensor([
+        [bos] + ids(d, "d a"),                          # "a" alone is no word of the source
+        [bos] + ids(d, "a ##b"),                        # "a ##b" is whole too, "##c" may follow
+        [bos] + ids(d, "d k"),                          # "k" only goes on to "k ##l" (the extra word)
+        [bos] + ids(d, "d d"),
+    ])
+    allowed = constraint.allowed(tokens, len(d))
+    firsts = {d.index(s) for s in ("a", "d", ".", "k")}
+
+    def names(row):
+        return {d[i] for i in allowed[row].nonzero().flatten().tolist()}
+
+    assert names(0) == {"##b"}  # in the middle of "a ##b (##c)": only its continuation
+    assert names(1) == {"##c", "</s>"} | {d[i] for i in firsts}
+    assert names(2) == {"##l"}
+    last = constraint.allowed(tokens, len(d), last=True)  # at the maximum length every row may end
+    assert last[:, d.eos()].all() and torch.equal(last[:, d.eos() + 1:], allowed[:, d.eos() + 1:])
+    assert names(3) == {"</s>"} | {d[i] for i in firsts}
+    # the first step: any word start, or the end
+    first = constraint.allowed(torch.tensor([[bos]] * 4), len(d) + 3)  # a model that pads its output
+    assert {d[i] for i in first[0].nonzero().flatten().tolist()} == {"</s>"} | {d[i] for i in firsts}
+    with pytest.raises(ValueError, match="scores 3 tokens"):
+        constraint.allowed(tokens, 3)
+
+
+def wordpiece_model(d, seed):
+    torch.manual_seed(seed)
+    cfg = S2SFTConfig(
+        s2s_method="pseudo", embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
+        max_positions=64, max_source_positions=24, max_target_positions=16, copy_heads=2,
+    )
+    task = type("Task", (), {"source_dictionary": d, "target_dictionary": d,
+                             "cfg": type("Cfg", (), {"left_pad_target": False})()})()
+    model = S2SFTModel.build_model(cfg, task).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)  # far from the default initialisation
+    return model
+
+
+def hypothesis_words(constraint, hypotheses, max_len):
+    """The words of each best hypothesis; a hypothesis cut at the maximum length loses its last
+    word, which only has to begin an allowed word (returned apart)."""
+    words, cut = [], []
+    for h in hypotheses:
+        tokens = h[0]["tokens"].tolist()
+        split = constraint.words_of(tokens)
+        ends_cut = len(tokens) == max_len + 1 and split
+        words.append(set(split[:-1] if ends_cut else split))
+        cut.append(split[-1] if ends_cut else ())
+    return words, cut
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_beam_search_writes_only_source_and_extra_words(beam):
+    d = wordpiece_dictionary()
+    model = wordpiece_model(d, seed=3)
+    sources = ["a ##b c ##d ##e f .", "g h ##i j ##k b ."]
+    src = torch.full((2, 8), d.pad())
+    for row, text in enumerate(sources):
+        src[row] = torch.tensor(ids(d, text) + [d.eos()])
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([8, 8])}}
+    extra = [tuple(ids(d, "e ##a"))]
+    splitter = WordConstraint(d)
+    allowed = [set(splitter.words_of(ids(d, text))) | set(extra) for text in sources]
+    max_len = 12
+
+    def decode(constrained):
+        generator = SequenceGenerator([model], d, beam_size=beam, max_len_b=max_len, min_len=6)
+        generator = fix_decoder_beam_size(generator)
+        if constrained:
+            generator = constrain_words(generator, d, extra)
+        with torch.no_grad():
+            return hypothesis_words(splitter, generator.generate([model], sample), max_len)
+
+    free, _ = decode(False)
+    assert any(words - allowed[i] for i, words in enumerate(free))  # the model alone writes other words
+    words, cut = decode(True)
+    for i in range(len(sources)):
+        assert words[i] and words[i] <= allowed[i], (sources[i], words[i] - allowed[i])
+        assert any(word[: len(cut[i])] == cut[i] for word in allowed[i])
+
+
+def generate_lines(data, checkpoint, extra):
+    argv = [
+        str(data), "--user-dir", USER_DIR, "--task", "abstractive_summarization", "--path", str(checkpoint),
+        "--gen-subset", "valid", "--beam", "2", "--batch-size", "4", "--min-len", "8", "--max-len-b", "16",
+        "--no-progress-bar", "--num-workers", "0", "--max-source-positions", "256", "--max-target-positions", "128",
+    ]
+    args = options.parse_args_and_arch(options.get_generation_parser(), argv + extra)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        generate_cli.main(args)
+    rows = {}
+    for line in out.getvalue().splitlines():
+        match = re.match(r"^([SH])-(\d+)\t(?:[^\t]*\t)?(.*)$", line)
+        if match:
+            rows.setdefault(int(match.group(2)), {})[match.group(1)] = match.group(3).split()
+    return rows
+
+
+def spm_words(pieces):
+    """Whitespace words of sentencepiece pieces (a word starts at ``\u2581``)."""
+    return set("".join(pieces).split("\u2581")) - {""}
+
+
+def test_generate_command_keeps_to_source_and_file_words(aclsum_bin, bart_tiny_checkpoint, tmp_path):
+    """fairseq-generate with ``--decode-words source --decode-words-file``: every written word
+    (sentencepiece data) is one of its source's or the file's; without the flags some are not."""
+    extra_text = "Gradient descent"
+    words_file = tmp_path / "words.txt"
+    words_file.write_text(extra_text + "\n\n", encoding="utf-8")
+    free = generate_lines(aclsum_bin, bart_tiny_checkpoint, [])
+    rows = generate_lines(aclsum_bin, bart_tiny_checkpoint,
+                          ["--decode-words", "source", "--decode-words-file", str(words_file)])
+    assert rows.keys() == free.keys() and rows
+    extra = {"Gradient", "descent"}
+    # S- lines are text (the source as the model read it), H- lines sentencepiece pieces
+    assert any(spm_words(row["H"]) - set(row["S"]) - extra for row in free.values())
+    for row in rows.values():
+        assert spm_words(row["H"]) <= set(row["S"]) | extra
+
+
+def test_missing_words_file_is_named(aclsum_bin, bart_tiny_checkpoint, tmp_path):
+    with pytest.raises(FileNotFoundError, match="--decode-words-file .*nowhere.txt"):
+        generate_lines(aclsum_bin, bart_tiny_checkpoint,
+                       ["--decode-words", "source", "--decode-words-file", str(tmp_path / "nowhere.txt")])
+
+
+def test_plain_dictionary_is_refused_clearly():
+    with pytest.raises(ValueError, match="neither"):
+        WordConstraint(Dictionary())
+
+
+def test_decoding_may_start_from_a_task_symbol():
+    """Transformer-SM starts each hypothesis from ``<delim>``, which sentencepiece's marks would
+    read as a continuing piece: the first token is never part of a word."""
+    d = toy_dictionary(0, "\u2581the", "re", "\u2581cat", "<delim>")
+    constraint = WordConstraint(d)
+    constraint.start(torch.tensor([[d.index("\u2581the"), d.index("re"), d.index("\u2581cat"), d.eos()]]))
+    delim = d.index("<delim>")
+    first = constraint.allowed(torch.tensor([[delim]]), len(d))[0]
+    assert {d[i] for i in first.nonzero().flatten().tolist()} == {"\u2581the", "\u2581cat", "</s>"}
+    after_the = constraint.allowed(torch.tensor([[delim, d.index("\u2581the")]]), len(d))[0]
+    assert {d[i] for i in after_the.nonzero().flatten().tolist()} == {"re"}
