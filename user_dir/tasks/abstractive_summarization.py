@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 TEXT_CODECS = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
 """The data's text codec, by file name, in the order it is looked for in each directory."""
+DECODE_WORDS_CHOICES = ChoiceEnum(["any", "source"])
 
 
 @dataclass
@@ -110,7 +111,7 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis and reference per validation batch"}
     )
-    decode_words: ChoiceEnum(["any", "source"]) = field(
+    decode_words: DECODE_WORDS_CHOICES = field(
         default="any",
         metadata={"help": "words generation may write: any, or only words of the source (and of "
                   "--decode-words-file); see fairseq_ext.modules.word_constraint"},
