@@ -9,15 +9,17 @@ Here beam search is only offered, at each step, the tokens that keep the word be
 prefix of an allowed word (a trie of piece ids), and the tokens that start a new allowed word
 (or end the hypothesis) once the current word is a whole allowed word. At the maximum length,
 where fairseq forces the end, the end is offered to every hypothesis. The model's
-probabilities are not renormalized: the tokens left out get ``-inf``, as fairseq's own
-``--no-repeat-ngram-size`` does.
+probabilities are not renormalized: the tokens left out get a log-probability of
+:data:`LEFT_OUT` (-10,000), not ``-inf``. A hypothesis with no allowed token left (n-gram
+blocking can take the last ones) then goes on at that cost and ranks below every hypothesis
+that kept to the words, where ``-inf`` would leave beam search with fewer hypotheses than it
+must finish (fairseq 0.12.3 stops with ``assert step < max_len``).
 
 Words are told apart by the dictionary's symbols: WordPiece marks a continuing piece with
 ``##``, sentencepiece marks a word's first piece with ``▁``. Special symbols (``<s>``,
 ``</s>``, ``<pad>``, ``<unk>``) are never part of a word.
 """
 
-import math
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -25,6 +27,8 @@ from fairseq.sequence_generator import EnsembleModel
 
 Word = Tuple[int, ...]
 
+LEFT_OUT = -1e4
+"""The log-probability given to the tokens a hypothesis may not write."""
 SPM_WORD_START = "\u2581"
 WORDPIECE_CONTINUATION = "##"
 
@@ -161,7 +165,7 @@ class WordConstraint:
 
     def apply(self, tokens: torch.Tensor, lprobs: torch.Tensor, last: bool = False) -> torch.Tensor:
         mask = self.allowed(tokens, lprobs.size(-1), last).to(lprobs.device)
-        return lprobs.masked_fill(~mask, -math.inf)
+        return lprobs.masked_fill(~mask, LEFT_OUT)
 
 
 class WordConstrainedEnsemble(EnsembleModel):

@@ -13,9 +13,9 @@ from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq_cli import generate as generate_cli
 
-from fairseq_ext.fairseq_fixes import fix_decoder_beam_size
+from fairseq_ext.fairseq_fixes import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.modules.word_constraint import (
-    WordConstraint, WordTrie, constrain_words, split_words, word_starts,
+    LEFT_OUT, WordConstraint, WordTrie, constrain_words, split_words, word_starts,
 )
 from harness import USER_DIR
 from toys import toy_dictionary
@@ -217,3 +217,21 @@ def test_decoding_may_start_from_a_task_symbol():
     assert {d[i] for i in first.nonzero().flatten().tolist()} == {"\u2581the", "\u2581cat", "</s>"}
     after_the = constraint.allowed(torch.tensor([[delim, d.index("\u2581the")]]), len(d))[0]
     assert {d[i] for i in after_the.nonzero().flatten().tolist()} == {"re"}
+
+
+def test_beam_search_finishes_when_too_few_words_are_left():
+    """One short source, three beams, no repeated 2-grams and a minimum length: blocking takes
+    every allowed token from some hypotheses. They go on at the LEFT_OUT cost (with -inf beam
+    search could not finish: fairseq's ``assert step < max_len``) and rank below the others."""
+    d = wordpiece_dictionary()
+    model = wordpiece_model(d, seed=3)
+    src = torch.tensor([ids(d, "a ##b .") + [d.eos()]])
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([4])}}
+    generator = SequenceGenerator([model], d, beam_size=3, max_len_b=10, min_len=6, no_repeat_ngram_size=2)
+    generator = constrain_words(fix_ngram_blocking(fix_decoder_beam_size(generator)), d)
+    with torch.no_grad():
+        hypotheses = generator.generate([model], sample)[0]
+    assert len(hypotheses) == 3
+    scores = [h["score"].item() for h in hypotheses]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[-1] * (len(hypotheses[-1]["tokens"])) < LEFT_OUT / 2  # the last one paid for a left-out token
