@@ -51,9 +51,11 @@ MAX_LEN_B="${MAX_LEN_B:-$((MAX_TARGET - 1))}"
 NO_REPEAT="${NO_REPEAT:-3}"
 DECODE_WORDS="${DECODE_WORDS:-any}"     # any | source (only words of the source, and of DECODE_WORDS_FILE)
 DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-}"
+BIGRAM_BONUS="${BIGRAM_BONUS:-0}"       # --decode-words-bigram-bonus (with DECODE_WORDS=source)
 THREADS="${THREADS:-1}"
 SEED="${SEED:-1}"
 DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row gives the last greedy validation)
+# SPLITS (default "valid test"): the splits decoded; "valid" alone screens a decoding setting
 GENERATE_ONLY="${GENERATE_ONLY:-}"      # non-empty: decode the checkpoint of CHECKPOINT_FROM (default NAME) again
 WORK="${WORK:-runs/levers}"
 LIMIT="${LIMIT:-}"
@@ -109,7 +111,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
 fi
 
 gen_start=$(date +%s)
-splits=(valid test)
+read -r -a splits <<< "${SPLITS:-valid test}"  # SPLITS=valid: a decoding screen, chosen on validation
 if [[ "${DECODE}" == 0 ]]; then splits=(); fi
 for split in "${splits[@]}"; do
     fairseq-generate "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
@@ -118,6 +120,7 @@ for split in "${splits[@]}"; do
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
         --no-repeat-ngram-size "${NO_REPEAT}" \
         --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
+        --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
     hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
@@ -150,7 +153,8 @@ if log.exists():
         top = max(valid, key=lambda v: float(v["valid_rougeL"]))
         best = f'{top["valid_num_updates"]} ({top["valid_rougeL"]})'
 if (run / "rouge-valid.txt").exists():
-    scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) for split in ("valid", "test")]
+    scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) if (run / f"rouge-{split}.txt").exists() else "-"
+              for split in ("valid", "test")]
 else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test
     last = valid[-1]
     scores = [f'greedy {last["valid_rouge1"]}/{last["valid_rouge2"]}/{last["valid_rougeL"]}, loss {last["valid_loss"]}', "-"]

@@ -72,13 +72,25 @@ def split_words(ids: Iterable[int], starts: Sequence[bool], skip: Set[int]) -> L
 
 class WordTrie:
     """Allowed words as piece-id sequences: :meth:`after` gives the pieces that may follow a
-    prefix, :meth:`is_word` whether a prefix is a whole word."""
+    prefix, :meth:`is_word` whether a prefix is a whole word; words added as running text
+    (:meth:`add_text`) also remember which words followed which (:meth:`followers`)."""
 
     def __init__(self, words: Iterable[Word] = ()):
         self.next: Dict[Word, Set[int]] = {}
         self.words: Set[Word] = set()
+        self.follow: Dict[Word, Set[int]] = {}  # word -> first pieces of the words seen after it
         for word in words:
             self.add(word)
+
+    def add_text(self, words: Sequence[Word]):
+        """The words of one text, in order: each word, and each pair of neighbours."""
+        for word in words:
+            self.add(word)
+        for word, following in zip(words, words[1:]):
+            self.follow.setdefault(word, set()).add(following[0])
+
+    def followers(self, word: Word) -> Set[int]:
+        return self.follow.get(word, set())
 
     def add(self, word: Word):
         if not word or word in self.words:
@@ -103,14 +115,20 @@ class WordTrie:
 class WordConstraint:
     """The allowed-token mask of each hypothesis: built from the source ids of each sentence
     (:meth:`start`), reordered with the beams (:meth:`reorder`), applied to the next-token
-    log-probabilities (:meth:`apply`)."""
+    log-probabilities (:meth:`apply`). ``extra_text``: more allowed text, as lists of words
+    (one list per line). ``bigram_bonus``: added to the log-probability of a word's first piece
+    when the word before it is followed by such a word somewhere in the source or the extra
+    text (a bias towards the source's word pairs; 0: none)."""
 
-    def __init__(self, dictionary, extra_words: Iterable[Word] = ()):
+    def __init__(self, dictionary, extra_text: Iterable[Sequence[Word]] = (), bigram_bonus: float = 0.0):
         self.starts = word_starts(dictionary)
         self._starts_list = self.starts.tolist()
         self.skip = set(range(dictionary.nspecial))
         self.eos = dictionary.eos()
-        self.extra = WordTrie(extra_words)
+        self.extra = WordTrie()
+        for words in extra_text:
+            self.extra.add_text(list(words))
+        self.bigram_bonus = bigram_bonus
         self.rows: List[WordTrie] = []
         self.first_masks: Optional[torch.BoolTensor] = None  # (rows, vocab): allowed word starts
 
@@ -122,7 +140,8 @@ class WordConstraint:
         extra_firsts = list(self.extra.firsts())
         self.rows, masks = [], torch.zeros(src_tokens.size(0), len(self.starts), dtype=torch.bool)
         for row, ids in enumerate(src_tokens.tolist()):
-            trie = WordTrie(self.words_of(ids))
+            trie = WordTrie()
+            trie.add_text(self.words_of(ids))
             self.rows.append(trie)
             masks[row, list(trie.firsts()) + extra_firsts] = True
         self.first_masks = masks
@@ -146,11 +165,18 @@ class WordConstraint:
     def allowed(self, tokens: torch.Tensor, vocab_size: int, last: bool = False) -> torch.BoolTensor:
         """``(rows, vocab)``: the tokens each hypothesis may write next (``last``: the step at
         the maximum length, where every hypothesis may end)."""
+        return self.masks(tokens, vocab_size, last)[0]
+
+    def masks(self, tokens: torch.Tensor, vocab_size: int, last: bool = False):
+        """:meth:`allowed`, and ``(rows, vocab)`` True at the first pieces of the words that
+        follow each hypothesis's last whole word in the source or extra text (None without a
+        bigram bonus)."""
         width = self.first_masks.size(1)
         if vocab_size < width:
             raise ValueError(f"the model scores {vocab_size} tokens, its dictionary has {width}")
         allowed = torch.zeros(self.first_masks.size(0), vocab_size, dtype=torch.bool)
         allowed[:, :width] = self.first_masks  # a model that pads its output never writes the padding
+        boosted = torch.zeros_like(allowed) if self.bigram_bonus else None
         for r, row in enumerate(tokens.tolist()):
             prefix = self.partial_word(row)
             trie = self.rows[r]
@@ -161,11 +187,17 @@ class WordConstraint:
             if following:
                 allowed[r, list(following)] = True
             allowed[r, self.eos] = whole or not following or last
-        return allowed
+            if boosted is not None and prefix and whole:
+                followers = trie.followers(prefix) | self.extra.followers(prefix)
+                boosted[r, list(followers)] = True
+        return allowed, boosted
 
     def apply(self, tokens: torch.Tensor, lprobs: torch.Tensor, last: bool = False) -> torch.Tensor:
-        mask = self.allowed(tokens, lprobs.size(-1), last).to(lprobs.device)
-        return lprobs.masked_fill(~mask, LEFT_OUT)
+        allowed, boosted = self.masks(tokens, lprobs.size(-1), last)
+        allowed = allowed.to(lprobs.device)
+        if boosted is not None:
+            lprobs = lprobs + self.bigram_bonus * (boosted.to(lprobs.device) & allowed).to(lprobs.dtype)
+        return lprobs.masked_fill(~allowed, LEFT_OUT)
 
 
 class WordConstrainedEnsemble(EnsembleModel):
@@ -198,12 +230,13 @@ class WordConstrainedEnsemble(EnsembleModel):
         return self.constraint.apply(tokens, lprobs, last), attn
 
 
-def constrain_words(generator, dictionary, extra_words: Iterable[Word] = ()):
-    """Make a ``SequenceGenerator`` write only words of each source and of ``extra_words``;
-    returns the generator."""
+def constrain_words(generator, dictionary, extra_text: Iterable[Sequence[Word]] = (), bigram_bonus: float = 0.0):
+    """Make a ``SequenceGenerator`` write only words of each source and of ``extra_text`` (lists
+    of words), with ``bigram_bonus`` (see :class:`WordConstraint`); returns the generator."""
     models = list(generator.model.models)
+    constraint = WordConstraint(dictionary, extra_text, bigram_bonus)
     generator.model = WordConstrainedEnsemble(
-        models, WordConstraint(dictionary, extra_words), generator.max_len_a, generator.max_len_b, generator.max_len
+        models, constraint, generator.max_len_a, generator.max_len_b, generator.max_len
     )
     generator.model.eval()
     return generator

@@ -67,7 +67,7 @@ def test_trie_gives_what_may_follow_a_prefix():
 
 def test_allowed_tokens_mid_word_and_after_a_whole_word():
     d = wordpiece_dictionary()
-    constraint = WordConstraint(d, extra_words=[tuple(ids(d, "k ##l"))])
+    constraint = WordConstraint(d, extra_text=[[tuple(ids(d, "k ##l"))]])
     src = torch.tensor([ids(d, "a ##b ##c a ##b d .") + [d.eos()]])
     constraint.start(src)
     constraint.reorder(torch.tensor([0, 0, 0, 0]))  # four beams of the one sentence
@@ -143,7 +143,7 @@ def test_beam_search_writes_only_source_and_extra_words(beam):
         generator = SequenceGenerator([model], d, beam_size=beam, max_len_b=max_len, min_len=6)
         generator = fix_decoder_beam_size(generator)
         if constrained:
-            generator = constrain_words(generator, d, extra)
+            generator = constrain_words(generator, d, [extra])
         with torch.no_grad():
             return hypothesis_words(splitter, generator.generate([model], sample), max_len)
 
@@ -201,6 +201,13 @@ def test_missing_words_file_is_named(aclsum_bin, bart_tiny_checkpoint, tmp_path)
                        ["--decode-words", "source", "--decode-words-file", str(tmp_path / "nowhere.txt")])
 
 
+def test_words_file_that_is_not_utf8_is_named(aclsum_bin, bart_tiny_checkpoint, tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\u00e9 words\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="--decode-words-file .*latin1.txt: not UTF-8"):
+        generate_lines(aclsum_bin, bart_tiny_checkpoint, ["--decode-words", "source", "--decode-words-file", str(bad)])
+
+
 def test_plain_dictionary_is_refused_clearly():
     with pytest.raises(ValueError, match="neither"):
         WordConstraint(Dictionary())
@@ -235,3 +242,30 @@ def test_beam_search_finishes_when_too_few_words_are_left():
     scores = [h["score"].item() for h in hypotheses]
     assert scores == sorted(scores, reverse=True)
     assert scores[-1] * (len(hypotheses[-1]["tokens"])) < LEFT_OUT / 2  # the last one paid for a left-out token
+
+
+def test_bigram_bonus_lifts_the_words_that_follow_in_the_source():
+    d = wordpiece_dictionary()
+    src = torch.tensor([ids(d, "a ##b c d . c f") + [d.eos()]])
+    constraint = WordConstraint(d, extra_text=[[tuple(ids(d, "k")), tuple(ids(d, "g"))]], bigram_bonus=2.5)
+    constraint.start(src)
+    bos = d.eos()
+    tokens = torch.tensor([[bos] + ids(d, "f c"), [bos] + ids(d, "a ##b"), [bos] + ids(d, "c a"), [bos] + ids(d, "c k")])
+    constraint.reorder(torch.zeros(4, dtype=torch.long))
+    allowed, boosted = constraint.masks(tokens, len(d))
+    assert torch.equal(allowed, constraint.allowed(tokens, len(d)))
+
+    def names(mask, row):
+        return {d[i] for i in mask[row].nonzero().flatten().tolist()}
+
+    assert names(boosted, 0) == {"d", "f"}  # "c d" and "c f" in the source
+    assert names(boosted, 1) == {"c"}
+    assert names(boosted, 2) == set()  # in the middle of "a ##b": no bonus
+    assert names(boosted, 3) == {"g"}  # "k g" of the extra text
+    lprobs = torch.log_softmax(torch.randn(4, len(d)), dim=-1)
+    out = constraint.apply(tokens, lprobs.clone())
+    assert torch.allclose(out[allowed], (lprobs + 2.5 * boosted.float())[allowed])
+    assert (out[~allowed] == LEFT_OUT).all()
+    plain = WordConstraint(d)
+    plain.start(src)
+    assert plain.masks(tokens[:1], len(d))[1] is None  # no bonus: no second mask

@@ -121,6 +121,11 @@ class AbstractiveSummarizationConfig(TranslationConfig):
         metadata={"help": "with --decode-words source: a text file whose words may be written too "
                   "(e.g. the training summaries), encoded with the data's sentencepiece or WordPiece model"},
     )
+    decode_words_bigram_bonus: float = field(
+        default=0.0,
+        metadata={"help": "with --decode-words source: added to the log-probability of a word that "
+                  "follows the word before it somewhere in the source or --decode-words-file"},
+    )
     seed: int = II("common.seed")
 
 
@@ -319,25 +324,29 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         generator = super().build_generator(models, args, *rest, **kwargs)
         generator = fix_decoder_beam_size(fix_ngram_blocking(generator))
         if self.cfg.decode_words == "source" and isinstance(generator, SequenceGenerator):
-            generator = constrain_words(generator, self.tgt_dict, self.decode_words_extra)
+            generator = constrain_words(
+                generator, self.tgt_dict, self.decode_words_extra, self.cfg.decode_words_bigram_bonus
+            )
         return generator
 
     @cached_property
     def decode_words_extra(self):
-        """The words of ``--decode-words-file`` (piece-id tuples), read once; none without it."""
+        """The lines of ``--decode-words-file`` as lists of words (piece-id tuples), read once;
+        none without it."""
         path = self.cfg.decode_words_file
         if not path:
             return []
         if not os.path.isfile(path):
             raise FileNotFoundError(f"--decode-words-file {path}: no such file")
         splitter = WordConstraint(self.tgt_dict)
-        words = set()
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.strip():
-                    words.update(splitter.words_of(self.encode_text(line.strip()).tolist()))
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = [splitter.words_of(self.encode_text(line.strip()).tolist()) for line in f if line.strip()]
+        except UnicodeDecodeError as err:
+            raise ValueError(f"--decode-words-file {path}: not UTF-8 ({err})") from None
+        words = {word for line in lines for word in line}
         logger.info(f"--decode-words source: {len(words)} words of {path} allowed besides each source's")
-        return sorted(words)
+        return lines
 
     # ------------------------------------------------------------------ model
     def build_model(self, cfg, from_checkpoint=False):
