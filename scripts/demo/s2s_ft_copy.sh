@@ -9,6 +9,7 @@
 #   MODEL=s2s_ft_copy MAX_UPDATE=200 bash scripts/run_demo.sh
 #   MODEL=s2s_ft_copy COPY_HEADS=0 bash scripts/run_demo.sh   # the same without copying
 #   MODEL=s2s_ft_copy SOURCE_CORPUS=aclsum bash scripts/run_demo.sh   # one pair per paper
+#   MODEL=s2s_ft_copy DECODE_WORDS=any bash scripts/run_demo.sh   # decoding free to write any word
 #
 # MiniLM reads BERT-uncased WordPieces, so the data are prepared here with that vocabulary
 # (data/<SOURCE_CORPUS>_wp); run_demo.sh then finds them and skips its sentencepiece step.
@@ -29,6 +30,11 @@ if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then
     # repeated 2-grams (instead of 3-grams) scored higher on validation (benchmarks/RESULTS.md)
     MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-15}" VALID_MIN_LEN="${VALID_MIN_LEN:-15}"
     NO_REPEAT="${NO_REPEAT:-2}"
+    # the test summaries keep to words of their paper and of the training summaries, with a
+    # bonus for word pairs found there (--decode-words, fairseq_ext/modules/word_constraint.py);
+    # chosen on validation like the rest (benchmarks/RESULTS.md). Training is not affected.
+    DECODE_WORDS="${DECODE_WORDS:-source}" BIGRAM_BONUS="${BIGRAM_BONUS:-1.0}"
+    DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-data/${CORPUS}/raw/train.target}"
 fi
 MAX_TARGET="${MAX_TARGET:-128}"
 LEAD_ARGS=(--aclsum test)                  # LEAD-3 of the paper, ACLSum's own sentences
@@ -55,5 +61,7 @@ GEN_ARGS=(
     --task s2s_ft_summarization --required-batch-size-multiple 1
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-a 0 --max-len-b "${MAX_LEN_B:-$((MAX_TARGET - 1))}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
+    --decode-words "${DECODE_WORDS:-any}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"}
+    --decode-words-bigram-bonus "${BIGRAM_BONUS:-0}"
     --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
 )

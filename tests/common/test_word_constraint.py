@@ -269,3 +269,20 @@ def test_bigram_bonus_lifts_the_words_that_follow_in_the_source():
     plain = WordConstraint(d)
     plain.start(src)
     assert plain.masks(tokens[:1], len(d))[1] is None  # no bonus: no second mask
+
+
+def test_hub_takes_decode_words(aclsum_bin, bart_tiny_checkpoint):
+    """``from_pretrained(..., decode_words="source")``: the hub's summaries keep to the words of
+    each document; the same hub without it writes others."""
+    from user_dir import from_pretrained
+
+    documents = ["we parse text with a small model and report parsing accuracy on two corpora .",
+                 "the translation system learns phrase tables from parallel data ."]
+    path = bart_tiny_checkpoint
+    kwargs = dict(beam=2, min_len=6, max_len_b=12)
+    free = from_pretrained(str(path.parent), checkpoint_file=path.name, data_name_or_path=str(aclsum_bin))
+    assert any(set(s.split()) - set(d.split()) for s, d in zip(free.summarize(documents, **kwargs), documents))
+    hub = from_pretrained(str(path.parent), checkpoint_file=path.name, data_name_or_path=str(aclsum_bin),
+                          decode_words="source")
+    for summary, document in zip(hub.summarize(documents, **kwargs), documents):
+        assert summary and set(summary.split()) <= set(document.split())
