@@ -150,7 +150,8 @@ log = run / "train.log"
 if log.exists():
     valid = [json.loads(m.group(1)) for m in re.finditer(r"\| valid \| (\{.*\})", log.read_text())]
     if valid:
-        top = max(valid, key=lambda v: float(v["valid_rougeL"]))
+        # the checkpoint fairseq kept: the last of the best (a tie replaces checkpoint_best.pt)
+        top = max(reversed(valid), key=lambda v: float(v["valid_rougeL"]))
         best = f'{top["valid_num_updates"]} ({top["valid_rougeL"]})'
 if (run / "rouge-valid.txt").exists():
     scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) if (run / f"rouge-{split}.txt").exists() else "-"
