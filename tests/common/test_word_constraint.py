@@ -286,3 +286,11 @@ def test_hub_takes_decode_words(aclsum_bin, bart_tiny_checkpoint):
                           decode_words="source")
     for summary, document in zip(hub.summarize(documents, **kwargs), documents):
         assert summary and set(summary.split()) <= set(document.split())
+
+
+def test_word_flags_without_decode_words_source_are_reported(aclsum_bin, bart_tiny_checkpoint, tmp_path, caplog):
+    words_file = tmp_path / "words.txt"
+    words_file.write_text("Gradient descent\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        rows = generate_lines(aclsum_bin, bart_tiny_checkpoint, ["--decode-words-file", str(words_file)])
+    assert rows and "apply only with --decode-words source: ignored" in caplog.text

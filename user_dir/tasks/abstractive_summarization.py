@@ -323,6 +323,9 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         writes only words of each source and of ``--decode-words-file``."""
         generator = super().build_generator(models, args, *rest, **kwargs)
         generator = fix_decoder_beam_size(fix_ngram_blocking(generator))
+        if self.cfg.decode_words != "source" and (self.cfg.decode_words_file or self.cfg.decode_words_bigram_bonus):
+            logger.warning("--decode-words-file and --decode-words-bigram-bonus apply only with "
+                           "--decode-words source: ignored")
         if self.cfg.decode_words == "source" and isinstance(generator, SequenceGenerator):
             generator = constrain_words(
                 generator, self.tgt_dict, self.decode_words_extra, self.cfg.decode_words_bigram_bonus
