@@ -10,6 +10,8 @@ slot, :mod:`fairseq_ext.prophetnet.attention`):
 * :func:`chunked_biased_attention`: the same, exactly, for chunks of queries at a time, the
   bias of each chunk built by a callback: ``(B, H, c, S)`` scores at a time, so memory grows
   linearly in the length for a fixed chunk (backward too: each chunk is recomputed).
+* :func:`shared_source_attention`: one decoding step whose keys are a source shared by the
+  beams of a sentence (kept once per sentence) followed by each beam's own keys.
 
 Masks are boolean, ``True`` = may attend, broadcastable to the scores ``(..., Lq, Lk)``.
 """
@@ -129,3 +131,62 @@ def chunked_biased_attention(query, key, value, key_padding_mask, chunk_bias, ch
     for start in range(0, query.size(2), chunk_size):
         outputs.append(checkpointed(attend, start, min(start + chunk_size, query.size(2))))
     return torch.cat(outputs, dim=2)  # (B, H, T, D)
+
+
+def beam_groups(rows, num_sources: int) -> int:
+    """``g`` when ``rows`` ``(B,)`` is beam search's layout over ``num_sources`` sources (rows
+    ``i*g .. i*g+g-1`` read source ``i``, ``B = num_sources * g``), else 0."""
+    g = rows.numel() // num_sources
+    if g * num_sources != rows.numel():
+        return 0
+    layout = torch.arange(num_sources, device=rows.device).repeat_interleave(g)  # (B,)
+    return g if torch.equal(rows, layout) else 0
+
+
+def rows_matmul(a, shared, rows, groups: int):
+    """``a[b] @ shared[rows[b]]`` for every row ``b``, without a per-row copy of ``shared``.
+
+    Args:
+        a: (B, H, R, X).
+        shared: (N, H, X, Y), one entry per source, read by several rows.
+        rows: (B,) long, the source of each row.
+        groups: :func:`beam_groups` of ``rows``: with ``g > 0`` the ``g`` rows of a source are
+            stacked into one batched matmul ``(N, H, g*R, X) @ (N, H, X, Y)``; with 0 the
+            sources are gathered per row.
+    Returns:
+        (B, H, R, Y).
+    """
+    if not groups:
+        return a @ shared.index_select(0, rows)
+    B, H, R, X = a.shape
+    N = shared.size(0)
+    stacked = a.view(N, groups, H, R, X).transpose(1, 2).reshape(N, H, groups * R, X)
+    out = stacked @ shared  # (N, H, g*R, Y)
+    return out.view(N, H, groups, R, -1).transpose(1, 2).reshape(B, H, R, -1)
+
+
+def shared_source_attention(q, source_keys, source_values, rows, groups: int, own_keys, own_values, allowed):
+    """One decoding step over ``[source; own]`` keys where the source is shared by beams.
+
+    Beam search runs ``g`` beams of every sentence. Their source keys and values are the same,
+    so they are kept once per sentence ``(N, H, S, D)`` and read through ``rows`` (see
+    :func:`rows_matmul`) instead of being copied and reordered for every beam at every step;
+    each beam's own keys (its target so far and the new rows) come after them.
+
+    Args:
+        q: (B, H, R, D) queries of the new rows.
+        source_keys, source_values: (N, H, S, D).
+        rows, groups: the source of each row and :func:`beam_groups` of it.
+        own_keys, own_values: (B, H, T, D).
+        allowed: bool broadcastable to (B, 1, R, S + T), True = may attend.
+    Returns:
+        ``(out (B, H, R, D), source_probs (B, H, R, S))``: the attention output and its
+        weights on the source keys (a row's weights over all ``S + T`` keys sum to 1).
+    """
+    S = source_keys.size(-2)
+    scores = torch.cat(
+        [rows_matmul(q, source_keys.transpose(-1, -2), rows, groups), q @ own_keys.transpose(-1, -2)], dim=-1
+    ) * q.size(-1) ** -0.5  # (B, H, R, S+T)
+    probs = torch.softmax(scores.masked_fill_(~ensure_nonempty_rows(allowed), float("-inf")), dim=-1)
+    out = rows_matmul(probs[..., :S], source_values, rows, groups) + probs[..., S:] @ own_values  # (B, H, R, D)
+    return out, probs[..., :S]

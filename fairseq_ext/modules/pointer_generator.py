@@ -61,6 +61,11 @@ class PointerGenerator(nn.Module):
         """``hidden (B, T, C)``, ``attn (B, T, S)`` (rows sum to 1), ``source_hidden (S, B, C)``
         (fairseq's ``encoder_out["encoder_out"][0]`` layout) -> ``p_gen (B, T, 1)`` in (0, 1)."""
         context = torch.bmm(attn.to(source_hidden.dtype), source_hidden.transpose(0, 1))  # (B, T, C)
+        return self.gate_probability(hidden, context)
+
+    def gate_probability(self, hidden, context):
+        """``p_gen (B, T, 1)`` from ``hidden (B, T, C)`` and the attention's context vector
+        ``context (B, T, C)`` (for a caller that computes the context itself)."""
         return torch.sigmoid(self.gate(torch.cat([hidden, context], dim=-1)).float())  # (B, T, 1)
 
 

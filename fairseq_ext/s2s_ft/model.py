@@ -9,6 +9,12 @@ masks, and lets fairseq's :class:`~fairseq.sequence_generator.SequenceGenerator`
 token costs one row (two for masked / pseudo-masked: the chosen token and the [P] that predicts
 the next one, Section 2.4).
 
+The source's keys, values and states are kept once per source, not once per beam: decoding
+rows read them through ``encoder_out["source_rows"]`` (the source of each row), which is all
+that a beam reorder changes (:func:`~fairseq_ext.modules.attention.shared_source_attention`);
+the per-beam cache holds the target rows alone. Copying and reordering the source for every
+beam at every step cost more than the model's forward (``benchmarks/decoding_speed.py``).
+
 Layout of the target rows (``prev_output_tokens = [</s>, t1, ..., t_{T-1}]``, start at the
 source length ``n``):
 
@@ -28,11 +34,12 @@ from typing import Dict, List, Optional
 import torch
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
+from ..modules.attention import beam_groups, rows_matmul
 from ..modules.pointer_generator import PointerGenerator, copy_mixture
 from ..noising.bert import bert_noise, select_tokens
 from ..noising.symbols import MASK_SYMBOLS, find_mask
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
-from .transformer import S2SFTTransformer
+from .transformer import S2SFTTransformer, SharedSource
 
 METHODS = ("causal", "masked", "pseudo")
 SOURCE_TYPE, TARGET_TYPE = 0, 1
@@ -67,22 +74,31 @@ class S2SFTEncoder(FairseqEncoder):
         allowed = ~padding[:, None, None, :]  # (B, 1, 1, S)
         hidden, (keys, values), _ = self.body.extend(tokens, positions, torch.full_like(tokens, SOURCE_TYPE), allowed)
         return {
-            "encoder_out": [hidden.transpose(0, 1)],  # (S, B, C), fairseq's convention
+            # per source (N sources, N = B here): read by row b through source_rows[b]
+            "encoder_out": [hidden.transpose(0, 1)],  # (S, N, C), fairseq's layout
+            "source_keys": [torch.stack(keys)],  # (L, N, H, S, d)
+            "source_values": [torch.stack(values)],  # (L, N, H, S, d)
+            # per row
+            "source_rows": [torch.arange(tokens.size(0), device=tokens.device)],  # (B,)
             "src_tokens": [tokens],  # (B, S), <s> included: the ids a copy attention points at
-            "source_keys": [torch.stack(keys)],  # (L, B, H, S, d)
-            "source_values": [torch.stack(values)],  # (L, B, H, S, d)
             "source_padding_mask": [padding],  # (B, S)
             "source_lengths": [lengths],  # (B,)
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[torch.Tensor]], new_order):
+        """Reorders the rows; the per-source tensors are copied only when sources leave the
+        batch (a finished sentence's beams), to drop them."""
+        rows = encoder_out["source_rows"][0].index_select(0, new_order)  # (B',)
+        per_source = {name: encoder_out[name][0] for name in ("encoder_out", "source_keys", "source_values")}
+        used = torch.unique(rows)  # (N',), sorted
+        if used.numel() < per_source["source_keys"].size(1):
+            per_source = {name: t.index_select(1, used) for name, t in per_source.items()}
+            rows = torch.searchsorted(used, rows)
+        per_row = ("src_tokens", "source_padding_mask", "source_lengths")
         return {
-            "encoder_out": [encoder_out["encoder_out"][0].index_select(1, new_order)],
-            "src_tokens": [encoder_out["src_tokens"][0].index_select(0, new_order)],
-            "source_keys": [encoder_out["source_keys"][0].index_select(1, new_order)],
-            "source_values": [encoder_out["source_values"][0].index_select(1, new_order)],
-            "source_padding_mask": [encoder_out["source_padding_mask"][0].index_select(0, new_order)],
-            "source_lengths": [encoder_out["source_lengths"][0].index_select(0, new_order)],
+            **{name: [t] for name, t in per_source.items()},
+            "source_rows": [rows],
+            **{name: [encoder_out[name][0].index_select(0, new_order)] for name in per_row},
         }
 
     def max_positions(self):
@@ -157,7 +173,8 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
             structure = pseudo_masked_attention_mask(S, T, rows.device)[S:]  # (2T, S+2T)
         key_padding = torch.cat([src_padding, src_padding.new_zeros(rows.shape)], dim=1)  # (B, S+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, S+R)
-        prefix = (encoder_out["source_keys"][0], encoder_out["source_values"][0])
+        source_rows = encoder_out["source_rows"][0]  # (B,)
+        prefix = tuple(per_row(encoder_out[name][0], source_rows) for name in ("source_keys", "source_values"))
         copy_keys = S if self.copy_heads else 0
         hidden, _, attention = self.body.extend(
             rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=copy_keys
@@ -166,16 +183,13 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, T)
 
     def _step(self, prev_output_tokens, encoder_out, incremental_state):
-        cache = self.get_incremental_state(incremental_state, "cache")
-        if cache is None:
-            cache = {
-                "keys": encoder_out["source_keys"][0],  # (L, B, H, K, d)
-                "values": encoder_out["source_values"][0],
-                "padding": encoder_out["source_padding_mask"][0],  # (B, K)
-            }
+        cache = self.get_incremental_state(incremental_state, "cache")  # target rows: (L, B, H, t, d)
+        committed_rows = 0 if cache is None else cache["keys"].size(3)
         B, step = prev_output_tokens.size(0), prev_output_tokens.size(1) - 1
         start = encoder_out["source_lengths"][0][:, None] + step  # (B, 1)
-        K = cache["padding"].size(1)
+        source_padding = encoder_out["source_padding_mask"][0]  # (B, S)
+        S = source_padding.size(1)
+        K = S + committed_rows
         if self.method == "causal":
             rows, positions = prev_output_tokens[:, -1:], start  # (B, 1)
             structure = torch.ones(1, K + 1, dtype=torch.bool, device=rows.device)
@@ -191,20 +205,16 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
             structure = decode_step_mask(K, with_context, rows.device)  # (R, K+R)
             committed = 1 if with_context else 0
         R = rows.size(1)
-        key_padding = torch.cat([cache["padding"], cache["padding"].new_zeros(B, R)], dim=1)  # (B, K+R)
+        key_padding = torch.cat([source_padding, source_padding.new_zeros(B, K - S + R)], dim=1)  # (B, K+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, K+R)
-        S = encoder_out["source_padding_mask"][0].size(1)
-        hidden, (keys, values), attention = self.body.extend(
-            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, (cache["keys"], cache["values"]),
-            attention_keys=S if self.copy_heads else 0,
+        hidden, (keys, values), attention = self.body.step(
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, shared_source(encoder_out),
+            None if cache is None else (cache["keys"], cache["values"]), source_attention=self.copy_heads > 0,
         )  # fmt: skip
         if committed:
-            cache = {
-                "keys": torch.cat([cache["keys"], torch.stack(keys)[:, :, :, :committed]], dim=3),
-                "values": torch.cat([cache["values"], torch.stack(values)[:, :, :, :committed]], dim=3),
-                "padding": torch.cat([cache["padding"], cache["padding"].new_zeros(B, committed)], dim=1),
-            }
-        self.set_incremental_state(incremental_state, "cache", cache)
+            new = {"keys": torch.stack(keys)[:, :, :, :committed], "values": torch.stack(values)[:, :, :, :committed]}
+            cache = new if cache is None else {name: torch.cat([cache[name], new[name]], dim=3) for name in new}
+            self.set_incremental_state(incremental_state, "cache", cache)
         hidden = hidden[:, -1:]  # (B, 1, C)
         return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, 1)  # (B, 1, V)
 
@@ -214,12 +224,16 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         source ids ``(B, S)`` it points at."""
         if self.pointer is None:
             return {"attn": [None], "inner_states": None}
-        source_hidden = encoder_out["encoder_out"][0]  # (S, B, C)
+        source_hidden = encoder_out["encoder_out"][0]  # (S, N, C)
+        rows = encoder_out["source_rows"][0]  # (B,)
         if self.copy_heads:
             attn = attention[:, : self.copy_heads, -T:].mean(dim=1)  # (B, T, S)
         else:
-            attn = self.pointer.attention(hidden, source_hidden, encoder_out["source_padding_mask"][0])
-        p_gen = self.pointer(hidden, attn, source_hidden)  # (B, T, 1)
+            own_source = per_row(source_hidden, rows, dim=1)  # (S, B, C)
+            attn = self.pointer.attention(hidden, own_source, encoder_out["source_padding_mask"][0])
+        per_source = source_hidden.transpose(0, 1)[:, None]  # (N, 1, S, C)
+        context = rows_matmul(attn[:, None].to(per_source.dtype), per_source, rows, beam_groups(rows, per_source.size(0)))
+        p_gen = self.pointer.gate_probability(hidden, context[:, 0])  # (B, T, 1)
         return {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
 
     def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
@@ -235,15 +249,27 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:
             return
-        cache = {
-            "keys": cache["keys"].index_select(1, new_order),
-            "values": cache["values"].index_select(1, new_order),
-            "padding": cache["padding"].index_select(0, new_order),
-        }
+        cache = {name: t.index_select(1, new_order) for name, t in cache.items()}  # (L, B', H, t, d)
         self.set_incremental_state(incremental_state, "cache", cache)
 
     def max_positions(self):
         return self.max_target_positions
+
+
+def per_row(per_source, rows, dim: int = 1):
+    """A per-source tensor of ``encoder_out`` (sources along ``dim``) seen per row: itself
+    when row ``b`` reads source ``b``, else gathered along ``dim``."""
+    if per_source.size(dim) == rows.numel() and torch.equal(rows, torch.arange(rows.numel(), device=rows.device)):
+        return per_source
+    return per_source.index_select(dim, rows)
+
+
+def shared_source(encoder_out) -> List[SharedSource]:
+    """Per layer, the source keys and values of ``encoder_out`` with the source of each row."""
+    keys, values = encoder_out["source_keys"][0], encoder_out["source_values"][0]  # (L, N, H, S, d)
+    rows = encoder_out["source_rows"][0]  # (B,)
+    groups = beam_groups(rows, keys.size(1))
+    return [SharedSource(k, v, rows, groups) for k, v in zip(keys, values)]
 
 
 class S2SFTEncoderDecoder(FairseqEncoderDecoderModel):

@@ -11,13 +11,13 @@ and cached decoding), with results identical to one pass over the packed sequenc
 """
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..modules.attention import fused_attention
+from ..modules.attention import fused_attention, shared_source_attention
 from ..modules.lm_head import MaskedLMHead
 from ..modules.multihead import merge_heads, split_heads
 
@@ -100,13 +100,38 @@ class S2SFTLayer(nn.Module):
         ``allowed`` ``(B or 1, 1, T, K)`` says so; returns the layer output ``(B, T, C)``."""
         q = split_heads(self.query(x), self.heads)  # (B, H, T, d)
         p = self.attention_dropout if self.training else 0.0
-        a = merge_heads(fused_attention(q, keys, values, allowed, p))  # (B, T, C)
-        x = self.attn_layer_norm(x + self.dropout(self.attn_out(a)))
+        return self._finish(x, fused_attention(q, keys, values, allowed, p))
+
+    def step(self, x, source, own_keys, own_values, allowed):
+        """:meth:`forward` for decoding rows ``x`` ``(B, R, C)`` over keys ``[source; own]``,
+        the source shared by beams (``source``: a :class:`SharedSource` of this layer).
+        Returns the layer output ``(B, R, C)`` and the attention weights on the source
+        ``(B, H, R, S)``."""
+        q = split_heads(self.query(x), self.heads)  # (B, H, R, d)
+        a, source_probs = shared_source_attention(
+            q, source.keys, source.values, source.rows, source.groups, own_keys, own_values, allowed
+        )  # fmt: skip
+        return self._finish(x, a), source_probs
+
+    def _finish(self, x, a):
+        """The rest of the layer after attention ``a`` ``(B, H, T, d)``: output projection,
+        residual and LayerNorm, feed-forward, residual and LayerNorm -> ``(B, T, C)``."""
+        x = self.attn_layer_norm(x + self.dropout(self.attn_out(merge_heads(a))))
         h = self.ffn_out(F.gelu(self.ffn_in(x)))  # (B, T, C)
         return self.ffn_layer_norm(x + self.dropout(h))
 
 
 Cache = Tuple[List[torch.Tensor], List[torch.Tensor]]  # per layer keys, values (B, H, K, d)
+
+
+class SharedSource(NamedTuple):
+    """One layer's source keys and values kept once per source, ``(N, H, S, d)``, read by
+    decoding rows through ``rows`` ``(B,)`` (``groups``: :func:`~fairseq_ext.modules.attention.beam_groups`)."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    rows: torch.Tensor
+    groups: int
 
 
 class S2SFTTransformer(nn.Module):
@@ -182,6 +207,37 @@ class S2SFTTransformer(nn.Module):
                 k = torch.cat([prefix[0][i], k], dim=2)  # (B, H, K+T, d)
                 v = torch.cat([prefix[1][i], v], dim=2)
             x = layer(x, k, v, allowed)
+        return x, (new_keys, new_values), attention
+
+    def step(self, tokens, positions, token_types, allowed, source: List[SharedSource], cached: Optional[Cache],
+             source_attention: bool = False):  # fmt: skip
+        """One cached decoding step: new rows against the source (shared by beams) and each
+        row's cached target keys and values.
+
+        Args:
+            tokens, positions, token_types: LongTensor ``(B, R)`` of the new rows.
+            allowed: bool ``(B or 1, 1, R, S + T + R)`` over ``[source; cached; new rows]``.
+            source: per layer, the source keys and values shared by beams.
+            cached: per layer keys and values ``(B, H, T, d)`` of the committed target rows, or
+                None before the first.
+            source_attention: also return the last layer's attention weights over the source
+                keys alone, renormalized over them.
+        Returns ``(hidden (B, R, C), (keys, values), attention)`` as :meth:`extend` does, with
+        ``attention`` ``(B, H, R, S)`` or None: the same values as :meth:`extend` with the
+        source and the cache as its prefix.
+        """
+        x = self.embeddings(tokens, positions, token_types)  # (B, R, C)
+        new_keys, new_values, attention = [], [], None
+        for i, layer in enumerate(self.layers):
+            k, v = layer.keys_values(x)  # (B, H, R, d)
+            new_keys.append(k)
+            new_values.append(v)
+            if cached is not None:
+                k = torch.cat([cached[0][i], k], dim=2)  # (B, H, T+R, d)
+                v = torch.cat([cached[1][i], v], dim=2)
+            x, source_probs = layer.step(x, source[i], k, v, allowed)
+            if source_attention and i == len(self.layers) - 1:
+                attention = source_probs / source_probs.sum(dim=-1, keepdim=True)  # (B, H, R, S)
         return x, (new_keys, new_values), attention
 
     def logits(self, hidden):
