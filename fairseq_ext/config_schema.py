@@ -137,6 +137,11 @@ def text_problem(text, where=""):
     return None
 
 
+def is_remote(path):
+    """Whether ``path`` names a URL or a remote location rather than a local file."""
+    return bool(_REMOTE.search(str(path)))
+
+
 def _allowed_address(text, where):
     schemes = ADDRESS_FIELDS.get(where.rpartition(".")[2], ())
     return any(text.startswith(f"{scheme}://") for scheme in schemes)
