@@ -260,6 +260,8 @@ def conforms(value, tp):
     (the data rules still hold)."""
     if value is None or tp is typing.Any:
         return True
+    if tp is type(None):
+        return False
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Union:
         return any(conforms(value, arg) for arg in args)
