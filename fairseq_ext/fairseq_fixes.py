@@ -422,10 +422,16 @@ def local_files_only(cached_path):
 
 # --------------------------------------------------------------------------- interactive input
 def repaired_lines(stream, source="<stdin>"):
-    """Lines of the binary ``stream`` as text: invalid UTF-8 becomes U+FFFD, each repaired line
-    logged with its number, and the count at the end; no line stops the run."""
+    """Lines of ``stream`` (bytes, or text that may hold the surrogate escapes of undecodable
+    bytes) as text: invalid UTF-8 becomes U+FFFD, each repaired line logged with its number, and
+    the count at the end; no line stops the run."""
     repaired = 0
     for number, raw in enumerate(stream, 1):
+        if isinstance(raw, str):
+            try:
+                raw = raw.encode("utf-8", errors="surrogateescape")
+            except UnicodeEncodeError:
+                raw = raw.encode("utf-8", errors="surrogatepass")
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -445,7 +451,8 @@ def repairing_buffered_read(buffered_read):
 
     @functools.wraps(buffered_read)
     def wrapped(input, buffer_size):
-        stream = sys.stdin.buffer if input == "-" else open(input, "rb")
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)  # a text stream where stdin was replaced
+        stream = stdin if input == "-" else open(input, "rb")
         buffer = []
         try:
             for line in repaired_lines(stream, "<stdin>" if input == "-" else input):
@@ -454,7 +461,7 @@ def repairing_buffered_read(buffered_read):
                     yield buffer
                     buffer = []
         finally:
-            if stream is not sys.stdin.buffer:
+            if stream is not stdin:
                 stream.close()
         if buffer:
             yield buffer
