@@ -131,10 +131,10 @@ def write_converted(out_dir, converted):
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"--out {out_dir} is a file: give a directory")
+    flags = " ".join(model_flags(converted.arch, converted.model_args, converted.default_on))  # refuses first
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / CHECKPOINT_FILE
     torch.save(fairseq_checkpoint(converted), path)
-    flags = " ".join(model_flags(converted.arch, converted.model_args, converted.default_on))
     (out_dir / ARGS_FILE).write_text(flags + "\n", encoding="utf-8")
     written = [CHECKPOINT_FILE, ARGS_FILE]
     if converted.dictionary is not None:
