@@ -13,8 +13,10 @@ a Hugging Face weight file. It
   ``collections.OrderedDict`` and ``argparse.Namespace``); a pickle naming anything else is
   refused with :class:`UntrustedCheckpointError` naming the file and the real global;
 * reads ``.safetensors`` files with ``safetensors`` (no pickle at all);
-* refuses, before any model is built, a checkpoint whose ``cfg``/``args`` hold anything but
-  a plain literal in a field that fairseq 0.12.3 passes to ``eval()`` while it builds a
+* refuses, before any model is built, a checkpoint whose ``cfg``/``args`` are not what a
+  configuration may be (:mod:`.config_schema`: data only, no interpolation, no URL, inert text,
+  registered names, each field of its declared type), and one whose ``cfg``/``args`` hold
+  anything but a plain literal in a field that fairseq 0.12.3 passes to ``eval()`` while it builds a
   model, task or optimizer (:data:`EVAL_FIELDS`, :data:`MODEL_EVAL_FIELDS`): a file made only
   of allowed data could otherwise still run code;
 * turns a truncated or corrupt file into :class:`CorruptCheckpointError` naming the file.
@@ -39,6 +41,7 @@ import re
 
 import torch
 
+from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
 from .renamed_flags import upgrade_checkpoint_config
 
 logger = logging.getLogger(__name__)
@@ -128,7 +131,18 @@ def safe_load(path, map_location="cpu"):
     except Exception as exc:
         raise _loading_error(path, exc) from exc
     check_eval_fields(state, path)
+    check_config(state, path)
     return state
+
+
+def check_config(state, path):
+    """Refuse ``state`` (read from ``path``) unless its ``cfg`` and ``args`` are what a
+    configuration may be (:func:`fairseq_ext.config_schema.validate_checkpoint_config`):
+    raises :class:`UntrustedCheckpointError` naming the file and each refused field."""
+    try:
+        validate_checkpoint_config(state, path)
+    except ConfigRefused as err:
+        raise UntrustedCheckpointError(str(err)) from None
 
 
 def check_eval_fields(state, path):
@@ -167,6 +181,11 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
 
     local_path = PathManager.get_local_path(path)
     state = safe_load(local_path)
+    if arg_overrides:
+        try:
+            validate_values(dict(arg_overrides), "arg_overrides", f"the overrides for {path}")
+        except ConfigRefused as err:
+            raise UntrustedCheckpointError(str(err)) from None
     if not isinstance(state, dict) or not {"model", "cfg", "args"} & set(state):
         raise CorruptCheckpointError(f"{path} is not a fairseq checkpoint (no model, cfg or args in it)")
     if state.get("cfg") is not None:

@@ -381,6 +381,94 @@ def trusted_broadcast_receive(broadcast_object_slow):
     return wrapped
 
 
+# --------------------------------------------------------------------------- archives, fetches
+def safe_archive_loading(load_archive_file):
+    """Wrap ``file_utils.load_archive_file`` (what ``hub_utils.from_pretrained`` calls on the
+    model and data paths): a folder is used as it is, a tar archive is extracted by
+    :func:`fairseq_ext.archives.extract_archive` (every member checked first; the archive kept),
+    a URL is refused (loading never touches the network)."""
+    from .archives import extract_archive
+    from .config_schema import is_remote
+
+    @functools.wraps(load_archive_file)
+    def wrapped(archive_file):
+        path = os.fspath(archive_file)
+        if is_remote(path):
+            raise ValueError(f"refusing to fetch {path}: loading a model never touches the network "
+                             "(download it yourself and give the local path)")
+        if os.path.isdir(path):
+            return path
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"model or data path not found: {path}")
+        return extract_archive(path)
+
+    return wrapped
+
+
+def local_files_only(cached_path):
+    """Wrap ``file_utils.cached_path`` (how fairseq's BPEs and archives resolve a file name):
+    a URL or remote path is refused, naming it; a local path is returned as fairseq does."""
+    from .config_schema import is_remote
+
+    @functools.wraps(cached_path)
+    def wrapped(url_or_filename, cache_dir=None):
+        if is_remote(url_or_filename):
+            raise ValueError(f"refusing to fetch {url_or_filename}: loading never touches the network "
+                             "(give a local file)")
+        return cached_path(url_or_filename, cache_dir)
+
+    return wrapped
+
+
+# --------------------------------------------------------------------------- interactive input
+def repaired_lines(stream, source="<stdin>"):
+    """Lines of ``stream`` (bytes, or text that may hold the surrogate escapes of undecodable
+    bytes) as text: invalid UTF-8 becomes U+FFFD, each repaired line logged with its number, and
+    the count at the end; no line stops the run."""
+    repaired = 0
+    for number, raw in enumerate(stream, 1):
+        if isinstance(raw, str):
+            try:
+                raw = raw.encode("utf-8", errors="surrogateescape")
+            except UnicodeEncodeError:
+                raw = raw.encode("utf-8", errors="surrogatepass")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = raw.decode("utf-8", errors="replace")
+            repaired += 1
+            logger.warning(f"{source} line {number}: invalid UTF-8 at byte {err.start} replaced by U+FFFD")
+        yield line
+    if repaired:
+        logger.warning(f"{source}: {repaired} line(s) of invalid UTF-8 repaired (U+FFFD)")
+
+
+def repairing_buffered_read(buffered_read):
+    """Replace ``fairseq_cli.interactive.buffered_read``: the same buffers of stripped lines,
+    read as bytes and decoded by :func:`repaired_lines`. fairseq reads stdin as text, so a line
+    of invalid UTF-8 reached sentencepiece as lone surrogates (a pybind11 cast error) or raised
+    UnicodeDecodeError, and the lines after it got no output."""
+
+    @functools.wraps(buffered_read)
+    def wrapped(input, buffer_size):
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)  # a text stream where stdin was replaced
+        stream = stdin if input == "-" else open(input, "rb")
+        buffer = []
+        try:
+            for line in repaired_lines(stream, "<stdin>" if input == "-" else input):
+                buffer.append(line.strip())
+                if len(buffer) >= buffer_size:
+                    yield buffer
+                    buffer = []
+        finally:
+            if stream is not stdin:
+                stream.close()
+        if buffer:
+            yield buffer
+
+    return wrapped
+
+
 # --------------------------------------------------------------------------- the table
 #: The fairseq (and torch) on which every fix was measured.
 MEASURED_ON = "ve-fairseq 0.12.3 (fairseq 0.12), torch 2.13"
@@ -546,6 +634,32 @@ FIXES = (
         target="fairseq.checkpoint_utils:load_ema_from_checkpoint",
         wrap=_safe_ema_loader,
         fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "safe_archive_extraction",
+        fixes="from_pretrained on a .tar.gz wrote members with '..', absolute names or through a "
+              "symlink anywhere the user can write, deleted the archive, and fetched URLs",
+        why="file_utils.load_archive_file calls tarfile.extractall on the archive as it is; "
+            "fairseq_ext.archives.extract_archive checks every member first",
+        target="fairseq.file_utils:load_archive_file",
+        wrap=safe_archive_loading,
+    ),
+    Fix(
+        "local_files_only",
+        fixes="a URL in a checkpoint's --bpe fields (or its defaults, e.g. gpt2's) was downloaded "
+              "while loading, with whatever the URL carried",
+        why="file_utils.cached_path downloads any http(s)/s3 name with requests",
+        target="fairseq.file_utils:cached_path",
+        wrap=local_files_only,
+    ),
+    Fix(
+        "interactive_invalid_utf8",
+        fixes="one line of invalid UTF-8 on stdin ended fairseq-interactive with a pybind11 cast "
+              "error; the lines after it got no output",
+        why="buffered_read reads stdin as text (surrogate escapes reach sentencepiece); the "
+            "replacement reads bytes and repairs each line (U+FFFD, logged with its number)",
+        target="fairseq_cli.interactive:buffered_read",
+        wrap=repairing_buffered_read,
     ),
     Fix(
         "keep_last_batch",

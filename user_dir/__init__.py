@@ -2,7 +2,8 @@
 
 Importing it applies the process-wide fairseq 0.12.3 fixes of the table
 :data:`fairseq_ext.fairseq_fixes.FIXES` (checkpoints load under torch's ``weights_only=True``
-through the guarded loader; the dropped last batch; torchrun, spawn, gloo and DDP on CPU;
+through the guarded loader, their configuration validated as data; archives extracted member
+by member; no fetch while loading; invalid UTF-8 on fairseq-interactive's input repaired; the dropped last batch; torchrun, spawn, gloo and DDP on CPU;
 frozen modules under DDP; ``--bf16`` without ``--tpu``; resuming distributed runs), and
 registers the tasks, criterions, models and architectures below. This is the one place that
 installs the fixes. fairseq-train imports this package before it parses arguments or starts

@@ -19,6 +19,7 @@ cleaning, a beam of 0, a missing directory or text codec) is refused with an err
 import logging
 import numbers
 import os
+from collections.abc import Mapping, Set as AbstractSet
 
 from fairseq import hub_utils
 
@@ -110,6 +111,11 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
 
 
 def _as_list(documents):
+    """``documents`` as a list: a sequence or an iterator of documents. A mapping or a set is
+    refused (their iteration gives keys, in an order that is not the caller's)."""
+    if isinstance(documents, (Mapping, AbstractSet)):
+        raise TypeError(f"documents must be a string or a list of strings, got a {type(documents).__name__} "
+                        "(a mapping or a set has no document order; pass list(...) of the texts)")
     if documents is None or isinstance(documents, (bytes, bytearray)) or not hasattr(documents, "__iter__"):
         raise TypeError(f"documents must be a string or a list of strings, got {type(documents).__name__}")
     return list(documents)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..checkpoint import CorruptCheckpointError, safe_load
-from .validate import Config, ConversionError
+from .validate import Config, ConversionError, check_hf_types
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ def read_hf_dir(directory):
         raise ConversionError(f"{config_path} is not a JSON config: {err}") from err
     if not isinstance(fields, dict):
         raise ConversionError(f"{config_path} holds a {type(fields).__name__}, not a config object")
+    check_hf_types(Config(fields, config_path))
     shards = [name for name in SHARD_INDEXES if (directory / name).is_file()]
     if shards and not any((directory / name).is_file() for name in WEIGHT_FILES):
         raise ConversionError(f"{directory / shards[0]}: sharded weights are not supported; save the model "

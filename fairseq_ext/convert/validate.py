@@ -28,6 +28,43 @@ class ConversionError(ValueError):
     The message names the file (where known) and the field."""
 
 
+def check_hf_types(config):
+    """Refuse a ``config.json`` value whose type is not the one the Hugging Face configuration
+    class of its ``model_type`` defines for that field (its default's type: a number where a
+    number is expected, text where text is, ...). Unknown model types and fields are left to
+    each converter's own checks; ``None`` means "unset"."""
+    kind = config.get("model_type")
+    defaults = _hf_defaults(kind) if isinstance(kind, str) else {}
+    for field, found in config.items():
+        default = defaults.get(field)
+        if found is None or default is None or _same_kind(found, default):
+            continue
+        refuse(config, field, found, f"the {kind} configuration holds a {type(default).__name__} here")
+
+
+def _same_kind(found, default):
+    if isinstance(default, bool) or isinstance(found, bool):
+        return isinstance(found, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(found, (int, float))
+    if isinstance(default, int):
+        return isinstance(found, int)
+    if isinstance(default, (list, tuple)):
+        return isinstance(found, (list, tuple))
+    return isinstance(found, type(default))
+
+
+def _hf_defaults(kind):
+    """The default configuration of the Hugging Face model type ``kind`` as a dict (empty when
+    transformers does not know it)."""
+    try:
+        from transformers import CONFIG_MAPPING
+
+        return CONFIG_MAPPING[kind]().to_dict()
+    except (ImportError, KeyError, ValueError, TypeError):
+        return {}
+
+
 class Config(dict):
     """A config as a plain dict that remembers where it was read (``source``, for messages)."""
 

@@ -28,6 +28,8 @@ plugin's model, task and criterion at conversion time, which only importing and 
 
 import argparse
 import logging
+import math
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,8 @@ from typing import Optional, Union
 
 import torch
 from fairseq.data import Dictionary
+
+from .validate import ConversionError
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +63,23 @@ class Converted:
     default_on: tuple = ()  # boolean model options that default to on: off is written --no-x
 
 
+#: What one word of ``args.txt`` may be: the documented ``$(cat OUT/args.txt)`` splits the file
+#: on whitespace and expands glob patterns, so a word holds none of either, nor quotes or ``$``.
+SHELL_WORD = re.compile(r"[A-Za-z0-9_.,:+=/-]+")
+#: What a flag's value may be: a number, or a name (not starting with ``-``, which would read
+#: as another flag).
+NAME_VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,:+=/-]*")
+
+
 def model_flags(arch, model_args, default_on=()):
     """``--arch ARCH`` and a flag per option: ``--x value``; a boolean ``--x`` when on and,
-    when off, ``--no-x`` if it defaults to on (else nothing: fairseq's store-true default)."""
-    flags = ["--arch", arch]
+    when off, ``--no-x`` if it defaults to on (else nothing: fairseq's store-true default).
+    Every value must be a bool, a finite number or a name (:data:`NAME_VALUE`): anything else
+    is refused naming the option, so the words stay the words written."""
+    flags = ["--arch", _shell_value("arch", arch)]
     for name, value in model_args.items():
+        if not re.fullmatch(r"[a-z0-9_]+", str(name)):
+            raise ConversionError(f"model option {name!r} is not a flag name")
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):
             if value:
@@ -71,8 +87,20 @@ def model_flags(arch, model_args, default_on=()):
             elif name in default_on:
                 flags.append("--no-" + name.replace("_", "-"))
         elif value is not None:
-            flags += [flag, str(value)]
+            flags += [flag, _shell_value(name, value)]
     return flags
+
+
+def _shell_value(name, value):
+    """``value`` as one word of ``args.txt``, or :class:`ConversionError` naming ``name``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    if isinstance(value, str) and NAME_VALUE.fullmatch(value) and SHELL_WORD.fullmatch(value):
+        return value
+    raise ConversionError(
+        f"model option {name}={value!r} cannot be written to {ARGS_FILE}: a value there is a number or a "
+        "name (letters, digits, _ . , : + = / -), so that $(cat OUT/args.txt) reads it as one word"
+    )
 
 
 #: Always in the checkpoint's args (``None``: the model's own limits, as a command line without
@@ -103,10 +131,10 @@ def write_converted(out_dir, converted):
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"--out {out_dir} is a file: give a directory")
+    flags = " ".join(model_flags(converted.arch, converted.model_args, converted.default_on))  # refuses first
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / CHECKPOINT_FILE
     torch.save(fairseq_checkpoint(converted), path)
-    flags = " ".join(model_flags(converted.arch, converted.model_args, converted.default_on))
     (out_dir / ARGS_FILE).write_text(flags + "\n", encoding="utf-8")
     written = [CHECKPOINT_FILE, ARGS_FILE]
     if converted.dictionary is not None:

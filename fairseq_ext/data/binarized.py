@@ -83,9 +83,11 @@ def _mmap_layout(index, head):
         raise BinarizedDataError(f"{index}: unknown index version {version} or token type {code}")
 
     def data_bytes():
-        sizes = np.fromfile(index, dtype=np.int32, count=count, offset=MMAP_HEADER)
+        sizes = np.fromfile(index, dtype=np.int32, count=count, offset=MMAP_HEADER).astype(np.int64)
         pointers = np.fromfile(index, dtype=np.int64, count=count, offset=MMAP_HEADER + 4 * count)
-        return int(pointers[-1] + sizes[-1].astype(np.int64) * ITEM_SIZES[code])
+        ends = np.cumsum(sizes * ITEM_SIZES[code])
+        _check_entries(index, sizes, pointers, np.concatenate([[0], ends[:-1]]))
+        return int(ends[-1]) if count else 0
 
     return count, MMAP_HEADER + 12 * count, data_bytes
 
@@ -102,9 +104,26 @@ def _cached_layout(index, head):
 
     def data_bytes():
         offsets = np.fromfile(index, dtype=np.int64, count=count + 1, offset=CACHED_HEADER + 8 * (count + 1))
+        steps = np.diff(offsets)
+        _check_entries(index, steps, offsets[:-1] * item_size, np.concatenate([[0], np.cumsum(steps)[:-1]]) * item_size)
         return int(offsets[-1] * item_size)
 
     return count, CACHED_HEADER + 16 * (count + 1) + 8 * dims, data_bytes
+
+
+def _check_entries(index, sizes, pointers, expected_pointers):
+    """Every example of ``index`` has a size >= 0 and starts where the one before it ends (so no
+    entry points past the end of the ``.bin`` or into another example)."""
+    negative = np.flatnonzero(sizes < 0)
+    if negative.size:
+        raise BinarizedDataError(f"{index}: example {int(negative[0])} has a negative size ({int(sizes[negative[0]])})")
+    misplaced = np.flatnonzero(pointers != expected_pointers)
+    if misplaced.size:
+        i = int(misplaced[0])
+        raise BinarizedDataError(
+            f"{index}: example {i} starts at byte {int(pointers[i])}, not {int(expected_pointers[i])} where the "
+            "examples before it end: the index is corrupt"
+        )
 
 
 def check_pair(source_prefix, target_prefix) -> int:

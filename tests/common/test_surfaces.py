@@ -96,12 +96,13 @@ def _generate(family, data, checkpoint, extra=()):
     return parse_generate_output(out.getvalue())
 
 
-def _interactive(family, data, checkpoint, documents, monkeypatch):
+def _interactive(family, data, checkpoint, documents, monkeypatch, stdin=None, count=None):
+    count = count or len(documents)
     argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--path", str(checkpoint),
-            "--beam", "2", "--max-len-b", "6", "--buffer-size", str(len(documents)),
-            "--batch-size", str(len(documents)), "--num-workers", "0"]
+            "--beam", "2", "--max-len-b", "6", "--buffer-size", str(count),
+            "--batch-size", str(count), "--num-workers", "0"]
     args = options.parse_args_and_arch(options.get_interactive_generation_parser(), argv)
-    monkeypatch.setattr("sys.stdin", io.StringIO("".join(doc + "\n" for doc in documents)))
+    monkeypatch.setattr("sys.stdin", stdin or io.StringIO("".join(doc + "\n" for doc in documents)))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         distributed_utils.call_main(convert_namespace_to_omegaconf(args), interactive_cli.main)
@@ -158,6 +159,21 @@ def test_interactive_reads_documents_on_stdin_and_prints_summaries(trained, monk
     _assert_text(summaries, len(documents))
 
 
+def test_interactive_repairs_a_line_of_invalid_utf8_and_goes_on(trained, monkeypatch, caplog):
+    """Issue #22 item 5: the bad line is repaired (U+FFFD, logged with its number) and every
+    line, the ones after it included, gets a summary."""
+    name, family, data, save = trained
+    documents = _documents(data, 3)
+    raw = b"".join(doc.encode() + b"\n" for doc in documents[:1]) + b"bad \xff\xfe bytes here .\n" + \
+        b"".join(doc.encode() + b"\n" for doc in documents[1:])
+    stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="surrogateescape")
+    with caplog.at_level(logging.WARNING):
+        summaries = _interactive(family, data, save / "checkpoint_last.pt", [], monkeypatch, stdin=stdin,
+                                 count=len(documents) + 1)
+    assert len(summaries) == len(documents) + 1
+    assert "<stdin> line 2: invalid UTF-8 at byte 4 replaced by U+FFFD" in caplog.text
+
+
 # ---------------------------------------------------------------- hub (item 4)
 
 
@@ -180,6 +196,9 @@ def test_hub_refuses_bad_input_naming_it(trained):
         (None, {}, TypeError, r"documents must be a string or a list of strings, got NoneType"),
         (42, {}, TypeError, r"got int"),
         (b"bytes", {}, TypeError, r"got bytes"),
+        ({document: 1}, {}, TypeError, r"got a dict \(a mapping or a set has no document order"),
+        ({document}, {}, TypeError, r"got a set"),
+        (frozenset([document]), {}, TypeError, r"got a frozenset"),
         ([document, None], {}, TypeError, r"documents\[1\] is NoneType, not str"),
         ([document, 7], {}, TypeError, r"documents\[1\] is int, not str"),
         ([b"raw"], {}, TypeError, r"documents\[0\] is bytes, not str \(decode bytes to str first\)"),

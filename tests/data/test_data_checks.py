@@ -187,3 +187,39 @@ def test_lone_surrogates_are_repaired_and_counted_like_invalid_utf8():
     assert clean_text("caf\udce9 au lait", "doc", report) == "caf\ufffd au lait"
     assert report.counts["invalid_utf8"] == 1 and report.locations["invalid_utf8"] == ["doc"]
     assert clean_text("plain", "doc2", report) == "plain" and report.counts["invalid_utf8"] == 1
+
+
+# ---------------------------------------------------------------- index entries and spm.model (issue #22)
+def _set_size(index, example, size):
+    """Write ``size`` as example ``example``'s entry of an mmap ``.idx``."""
+    import numpy as np
+
+    from fairseq_ext.data.binarized import MMAP_HEADER
+
+    raw = bytearray(index.read_bytes())
+    raw[MMAP_HEADER + 4 * example: MMAP_HEADER + 4 * example + 4] = np.int32(size).tobytes()
+    index.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("example, size, message", [
+    (0, -1, r"example 0 has a negative size \(-1\)"),
+    (1, -(2**31), r"example 1 has a negative size"),
+    (0, 2**31 - 1, r"example 1 starts at byte \d+, not \d+"),
+    (2, 10**6, r"valid\.source-target\.source\.bin has \d+ bytes but"),
+])
+def test_idx_entries_negative_oversized_or_past_the_end_are_named(data, example, size, message):
+    index = data / f"valid.{PAIR}.source.idx"
+    _set_size(index, example, size)
+    with pytest.raises(BinarizedDataError, match=message) as err:
+        _load(data, "valid")
+    assert "valid.source-target.source" in str(err.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a sentencepiece model\n", b"\x00" * 64])
+def test_an_empty_or_non_model_spm_is_refused_naming_it(tmp_path, content):
+    from fairseq_ext.data.spm import load_spm
+
+    path = tmp_path / "spm.model"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"{path}.* (is empty|is not a sentencepiece model)"):
+        load_spm(path)

@@ -43,6 +43,7 @@ from omegaconf import II
 from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.wordpiece import WordPieceCodec
+from fairseq_ext.data.spm import load_spm
 from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
@@ -208,6 +209,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
             if kind == "wordpiece":
                 self._spm = WordPieceCodec(path)
             else:
+                load_spm(path)  # an empty or non-model file is refused naming it
                 self._spm = encoders.build_bpe(Namespace(bpe="sentencepiece", sentencepiece_model=path))
             logger.info(f"text codec: {kind} {path}")
         return self._spm
