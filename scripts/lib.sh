@@ -12,6 +12,15 @@
 #   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
 #                                      H: pieces; T: references), text only, in input order
 #   rouge HYP REF SAVE_TO              files2rouge (one document a line), the report also in SAVE_TO
+#   is_corpus_dir CORPUS               true when CORPUS is a directory of the user's (a path, or an
+#                                      existing folder), not a built-in corpus name (aclsum, wiki, ...)
+#   data_name CORPUS [SUFFIX]          prints the folder name under data/ for CORPUS: the built-in
+#                                      corpus's name or the directory's base name, then SUFFIX, then
+#                                      "-limitN" when LIMIT=N (a quick run's data never stand in for all)
+#   prepare_data MODULE CORPUS OUT [ARGS...]
+#                                      python -m MODULE --corpus CORPUS --out OUT ARGS (honours LIMIT),
+#                                      unless OUT/bin exists; OUT/corpus.txt records what OUT was made
+#                                      from, and OUT made from another corpus or LIMIT is an error naming it
 #   prepare_with_vocabulary CORPUS OUT VOCAB_BIN
 #                                      python -m preprocess.prepare --corpus CORPUS --out OUT with the
 #                                      sentencepiece model and dictionary of VOCAB_BIN (pre-training's
@@ -57,6 +66,42 @@ hypotheses() {
 
 rouge() {
     files2rouge "$1" "$2" -s "$3"
+}
+
+is_corpus_dir() {
+    [[ "$1" == */* || -d "$1" ]]
+}
+
+data_name() {
+    local name="$1"
+    if is_corpus_dir "${name}"; then
+        name="$(basename "${name%/}")"
+    fi
+    echo "${name}${2:-}${LIMIT:+-limit${LIMIT}}"
+}
+
+prepare_data() {
+    local module="$1" corpus="$2" out="$3" stamp
+    shift 3
+    if is_corpus_dir "${corpus}"; then
+        if [[ ! -d "${corpus}" ]]; then
+            echo "corpus ${corpus}: no such directory (a corpus of your own is a folder of {train,valid,test}.{source,target})" >&2
+            return 2
+        fi
+        corpus="$(cd "${corpus}" && pwd)"
+    fi
+    stamp="corpus=${corpus} limit=${LIMIT:-all} prepared-by=${module}${*:+ $*}"
+    if [[ -f "${out}/bin/dict.source.txt" || -f "${out}/bin/dict.txt" ]]; then
+        if [[ -f "${out}/corpus.txt" && "$(cat "${out}/corpus.txt")" != "${stamp}" ]]; then
+            echo "${out} holds other data ($(cat "${out}/corpus.txt")), not ${stamp}:" \
+                 "delete ${out} or choose another DATA_DIR" >&2
+            return 2
+        fi
+        echo "   ${out}/bin exists: reusing it (delete it to rebuild)"
+        return 0
+    fi
+    python -m "${module}" --corpus "${corpus}" --out "${out}" ${LIMIT:+--limit "${LIMIT}"} "$@"
+    echo "${stamp}" > "${out}/corpus.txt"
 }
 
 prepare_with_vocabulary() {
