@@ -8,6 +8,17 @@
 #                                      is empty (as NAME="${NAME:-VALUE}"); values are expanded
 #                                      before the call, so a default that uses another comes in a
 #                                      later call
+#   args_from_checkpoint INIT NAME=FLAG|NAME<=FLAG ...
+#                                      when INIT's folder holds args.txt (what a converter writes
+#                                      beside OUT/model.pt, or a pre-training recipe beside its
+#                                      checkpoints), sets CHECKPOINT_ARGS to its flags (sizes and
+#                                      positions come from the checkpoint; pass them before the
+#                                      recipe's own) and NAME to the checkpoint's value of FLAG:
+#                                      NAME=FLAG must agree (a NAME the user set to another value is an
+#                                      error naming both), NAME<=FLAG may be smaller (positions: a
+#                                      default above it is lowered to it, a value set above it is an
+#                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes
+#   write_args_txt DIR FLAG...         DIR/args.txt: the model flags a later stage reads (as above)
 #   if_set ARRAY FLAG VALUE            ARRAY=(FLAG VALUE) when VALUE is not empty, else ARRAY=()
 #   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
 #                                      H: pieces; T: references), text only, in input order
@@ -38,14 +49,57 @@
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+DEFAULTED=" "  # the names defaults() set (not given by the user), space-separated
+
 defaults() {
     local __pair __name
     for __pair in "$@"; do
         __name="${__pair%%=*}"
         if [[ -z "${!__name:-}" ]]; then
             printf -v "${__name}" '%s' "${__pair#*=}"
+            DEFAULTED+="${__name} "
         fi
     done
+}
+
+args_from_checkpoint() {
+    local init="$1" file pair name flag mode i value current
+    shift
+    CHECKPOINT_ARGS=()
+    file="$(dirname "${init:-.}")/args.txt"
+    if [[ -z "${init}" || ! -f "${file}" ]]; then
+        return 0
+    fi
+    mapfile -d '' -t CHECKPOINT_ARGS < <(python -c 'import shlex, sys
+sys.stdout.write("".join(arg + "\0" for arg in shlex.split(open(sys.argv[1], encoding="utf-8").read())))' "${file}")
+    echo "model flags from ${file}: ${CHECKPOINT_ARGS[*]}"
+    for pair in "$@"; do
+        if [[ "${pair}" == *"<="* ]]; then
+            name="${pair%%<=*}" flag="${pair#*<=}" mode=at-most
+        else
+            name="${pair%%=*}" flag="${pair#*=}" mode=equal
+        fi
+        value=
+        for i in "${!CHECKPOINT_ARGS[@]}"; do
+            if [[ "${CHECKPOINT_ARGS[$i]}" == "${flag}" ]]; then value="${CHECKPOINT_ARGS[$((i + 1))]:-}"; fi
+        done
+        current="${!name:-}"
+        if [[ -z "${value}" || "${current}" == "${value}" ]]; then
+            continue
+        elif [[ -z "${current}" || ( "${DEFAULTED}" == *" ${name} "* && ( ${mode} == equal || current -gt value ) ) ]]; then
+            printf -v "${name}" '%s' "${value}"
+        elif [[ ${mode} == equal || current -gt value ]]; then
+            echo "${name}=${current} (${flag}) does not agree with the checkpoint: ${file} has ${flag} ${value}." \
+                 "Every stage must use the checkpoint's ${flag}$([[ ${mode} == at-most ]] && echo " or less");" \
+                 "unset ${name} to take it from ${file}" >&2
+            return 2
+        fi
+    done
+}
+
+write_args_txt() {
+    mkdir -p "$1"
+    python -c 'import shlex, sys; print(shlex.join(sys.argv[1:]))' "${@:2}" > "$1/args.txt"
 }
 
 if_set() {
