@@ -15,7 +15,8 @@
 #                                      positions come from the checkpoint; pass them before the
 #                                      recipe's own) and NAME to the checkpoint's value of FLAG:
 #                                      NAME=FLAG must agree (a NAME the user set to another value is an
-#                                      error naming both), NAME<=FLAG may be smaller (positions: a
+#                                      error naming both), NAME:=FLAG is the checkpoint's (a name such
+#                                      as --arch, whose sizes args.txt lists), NAME<=FLAG may be smaller (positions: a
 #                                      default above it is lowered to it, a value set above it is an
 #                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes
 #   write_args_txt DIR FLAG...         DIR/args.txt: the model flags a later stage reads (as above)
@@ -76,6 +77,8 @@ sys.stdout.write("".join(arg + "\0" for arg in shlex.split(open(sys.argv[1], enc
     for pair in "$@"; do
         if [[ "${pair}" == *"<="* ]]; then
             name="${pair%%<=*}" flag="${pair#*<=}" mode=at-most
+        elif [[ "${pair}" == *":="* ]]; then
+            name="${pair%%:=*}" flag="${pair#*:=}" mode=taken
         else
             name="${pair%%=*}" flag="${pair#*=}" mode=equal
         fi
@@ -86,6 +89,11 @@ sys.stdout.write("".join(arg + "\0" for arg in shlex.split(open(sys.argv[1], enc
         current="${!name:-}"
         if [[ -z "${value}" || "${current}" == "${value}" ]]; then
             continue
+        elif [[ ${mode} == taken ]]; then
+            if [[ -n "${current}" && "${DEFAULTED}" != *" ${name} "* ]]; then
+                echo "note: ${name}=${current} replaced by the checkpoint's ${flag} ${value} (${file}; its sizes are the checkpoint's)" >&2
+            fi
+            printf -v "${name}" '%s' "${value}"
         elif [[ -z "${current}" || ( "${DEFAULTED}" == *" ${name} "* && ( ${mode} == equal || current -gt value ) ) ]]; then
             printf -v "${name}" '%s' "${value}"
         elif [[ ${mode} == equal || current -gt value ]]; then

@@ -27,7 +27,7 @@ defaults REF="$(dirname "${DATA}")/raw/${SUBSET}.target"
 if_set init_args --finetune-from-model "${INIT}"
 # a converted or pre-trained INIT's args.txt: its size and positions; ARCH and NGRAM must agree,
 # the positions may be fewer (a 512-token fine-tuning after a 128-token pre-training takes 128)
-args_from_checkpoint "${INIT}" ARCH=--arch NGRAM=--ngram \
+args_from_checkpoint "${INIT}" ARCH:=--arch NGRAM=--ngram \
     "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions"
 
 mkdir -p "${SAVE_DIR}"
