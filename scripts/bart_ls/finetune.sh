@@ -17,7 +17,7 @@ defaults ADAM_BETAS="(0.9,0.98)" ADAM_EPS=1e-8 WEIGHT_DECAY=0.01 CLIP_NORM=0.1 W
 linear_decay_args "${MAX_UPDATE}"
 # the starting model's sizes and positions (args.txt beside INIT: the converter's, or the one
 # long_denoising.sh / model_based_denoising.sh wrote), which these must agree with
-args_from_checkpoint "${INIT}" ARCH:=--arch "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions" \
+args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-positions TARGET_POSITIONS:=--max-target-positions \
     ATTENTION=--encoder-attention BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 
 fairseq-train "${DATA}" --user-dir user_dir \

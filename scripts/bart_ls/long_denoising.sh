@@ -29,7 +29,7 @@ if [[ ! -f "${INIT}" ]]; then
 fi
 # the converted model's sizes and positions (its args.txt); ARCH, SOURCE_POSITIONS, BLOCK_SIZE and
 # POOLING_LAYERS must agree with it, and the fine-tuning reads them from SAVE/args.txt in turn
-args_from_checkpoint "${INIT}" ARCH:=--arch "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions" \
+args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-positions TARGET_POSITIONS:=--max-target-positions \
     BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 write_args_txt "${SAVE}" "${CHECKPOINT_ARGS[@]}"
 

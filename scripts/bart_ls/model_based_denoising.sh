@@ -16,7 +16,7 @@ defaults DATA=data/wiki/bin SAVE=checkpoints/bart_ls_model_based ARCH=bart_ls_la
 defaults ADAM_BETAS="(0.9,0.98)" ADAM_EPS=1e-8 WEIGHT_DECAY=0.01 CLIP_NORM=0.1 WARMUP=500
 linear_decay_args "${MAX_UPDATE}"
 # the starting model's sizes and positions (args.txt beside INIT), which these must agree with
-args_from_checkpoint "${INIT}" ARCH:=--arch "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions" \
+args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-positions TARGET_POSITIONS:=--max-target-positions \
     BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 write_args_txt "${SAVE}" "${CHECKPOINT_ARGS[@]}"
 
