@@ -24,6 +24,7 @@ fails on); the distributed-training ones are described in docs/distributed.md.
 
 import argparse
 import contextlib
+import difflib
 import functools
 import importlib
 import logging
@@ -309,6 +310,66 @@ def bf16_without_tpu(parse_args_and_arch):
         given = sys.argv[1:] if input_args is None else list(input_args)
         if getattr(parsed, "bf16", False) and getattr(parsed, "tpu", False) and "--tpu" not in given:
             parsed.tpu = False
+        return result
+
+    return wrapped
+
+
+def unknown_arch_message(arch, registry):
+    """What to say about ``--arch ARCH`` missing from ``registry`` (fairseq's
+    ``ARCH_CONFIG_REGISTRY``: name -> the function that sets the sizes): the closest names among
+    the plugin's architectures (those not defined inside fairseq itself), and their list."""
+    own = sorted(name for name, function in registry.items()
+                 if not getattr(function, "__module__", "fairseq").startswith("fairseq."))
+    close = difflib.get_close_matches(arch, own, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return (f"--arch {arch} is not a registered architecture; {hint}the plugin's are: {', '.join(own)} "
+            "(fairseq's own: fairseq-train --help)")
+
+
+def data_dir_message(data):
+    """What to say when fairseq's data path ``data`` holds no dictionary but its ``bin/`` does
+    (``python -m preprocess.prepare --out OUT`` writes the binarized data to ``OUT/bin``); None
+    when the path is not that case."""
+    first = str(data).split(os.pathsep)[0]
+    if not os.path.isdir(first) or any(name.startswith("dict") and name.endswith(".txt")
+                                       for name in os.listdir(first)):
+        return None
+    inner = os.path.join(first, "bin")
+    if os.path.isdir(inner) and any(name.startswith("dict") and name.endswith(".txt") for name in os.listdir(inner)):
+        return (f"{first} holds no dictionary (dict.*.txt): the binarized data are in {inner}; "
+                f"pass {inner} instead (python -m preprocess.prepare --out OUT writes them to OUT/bin)")
+    return None
+
+
+def _given_arch(argv):
+    for i, arg in enumerate(argv):
+        if arg in ("--arch", "-a") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--arch="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def newcomer_errors(parse_args_and_arch):
+    """Wrap ``options.parse_args_and_arch``: an ``--arch`` typo and a data directory one level
+    above ``bin/`` end with one line that says what to pass, instead of argparse's list of every
+    registered architecture (4,000 characters, wav2vec included) or a 30-line traceback that
+    ends in ``dict.source.txt``."""
+
+    @functools.wraps(parse_args_and_arch)
+    def wrapped(parser, input_args=None, *args, **kwargs):
+        from fairseq.models import ARCH_CONFIG_REGISTRY
+
+        given = sys.argv[1:] if input_args is None else [str(x) for x in input_args]
+        arch = _given_arch(given)
+        if arch is not None and arch not in ARCH_CONFIG_REGISTRY:
+            parser.exit(2, f"{parser.prog}: error: {unknown_arch_message(arch, ARCH_CONFIG_REGISTRY)}\n")
+        result = parse_args_and_arch(parser, input_args, *args, **kwargs)
+        parsed = result[0] if isinstance(result, tuple) else result
+        message = data_dir_message(getattr(parsed, "data", None) or "")
+        if message:
+            parser.exit(2, f"{parser.prog}: error: {message}\n")
         return result
 
     return wrapped
@@ -717,6 +778,17 @@ FIXES = (
         why="options.parse_args_and_arch sets args.tpu = True whenever --bf16 is given",
         target="fairseq.options:parse_args_and_arch",
         wrap=bf16_without_tpu,
+    ),
+    Fix(
+        "newcomer_errors",
+        fixes="an --arch typo printed every registered architecture (4,000 characters, wav2vec "
+              "included) and no suggestion; a data path one level above bin/ ended a 30-line "
+              "traceback in dict.source.txt",
+        why="options.parse_args_and_arch leaves --arch to argparse's choices and the data path to "
+            "the task's setup; the wrapper says which of the plugin's architectures, or which "
+            "bin/, was meant (newcomer_errors), and exits 2 as argparse does",
+        target="fairseq.options:parse_args_and_arch",
+        wrap=newcomer_errors,
     ),
     Fix(
         "all_gather_list_on_cpu",

@@ -8,10 +8,31 @@
 #                                      is empty (as NAME="${NAME:-VALUE}"); values are expanded
 #                                      before the call, so a default that uses another comes in a
 #                                      later call
+#   args_from_checkpoint INIT NAME=FLAG|NAME<=FLAG ...
+#                                      when INIT's folder holds args.txt (what a converter writes
+#                                      beside OUT/model.pt, or a pre-training recipe beside its
+#                                      checkpoints), sets CHECKPOINT_ARGS to its flags (sizes and
+#                                      positions come from the checkpoint; pass them before the
+#                                      recipe's own) and NAME to the checkpoint's value of FLAG:
+#                                      NAME=FLAG must agree (a NAME the user set to another value is an
+#                                      error naming both), NAME:=FLAG is the checkpoint's (a name such
+#                                      as --arch, whose sizes args.txt lists), NAME<=FLAG may be smaller (positions: a
+#                                      default above it is lowered to it, a value set above it is an
+#                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes
+#   write_args_txt DIR FLAG...         DIR/args.txt: the model flags a later stage reads (as above)
 #   if_set ARRAY FLAG VALUE            ARRAY=(FLAG VALUE) when VALUE is not empty, else ARRAY=()
 #   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
 #                                      H: pieces; T: references), text only, in input order
 #   rouge HYP REF SAVE_TO              files2rouge (one document a line), the report also in SAVE_TO
+#   is_corpus_dir CORPUS               true when CORPUS is a directory of the user's (a path, or an
+#                                      existing folder), not a built-in corpus name (aclsum, wiki, ...)
+#   data_name CORPUS [SUFFIX]          prints the folder name under data/ for CORPUS: the built-in
+#                                      corpus's name or the directory's base name, then SUFFIX, then
+#                                      "-limitN" when LIMIT=N (a quick run's data never stand in for all)
+#   prepare_data MODULE CORPUS OUT [ARGS...]
+#                                      python -m MODULE --corpus CORPUS --out OUT ARGS (honours LIMIT),
+#                                      unless OUT/bin exists; OUT/corpus.txt records what OUT was made
+#                                      from, and OUT made from another corpus or LIMIT is an error naming it
 #   prepare_with_vocabulary CORPUS OUT VOCAB_BIN
 #                                      python -m preprocess.prepare --corpus CORPUS --out OUT with the
 #                                      sentencepiece model and dictionary of VOCAB_BIN (pre-training's
@@ -29,14 +50,64 @@
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+DEFAULTED=" "  # the names defaults() set (not given by the user), space-separated
+
 defaults() {
     local __pair __name
     for __pair in "$@"; do
         __name="${__pair%%=*}"
         if [[ -z "${!__name:-}" ]]; then
             printf -v "${__name}" '%s' "${__pair#*=}"
+            DEFAULTED+="${__name} "
         fi
     done
+}
+
+args_from_checkpoint() {
+    local init="$1" file pair name flag mode i value current
+    shift
+    CHECKPOINT_ARGS=()
+    file="$(dirname "${init:-.}")/args.txt"
+    if [[ -z "${init}" || ! -f "${file}" ]]; then
+        return 0
+    fi
+    mapfile -d '' -t CHECKPOINT_ARGS < <(python -c 'import shlex, sys
+sys.stdout.write("".join(arg + "\0" for arg in shlex.split(open(sys.argv[1], encoding="utf-8").read())))' "${file}")
+    echo "model flags from ${file}: ${CHECKPOINT_ARGS[*]}"
+    for pair in "$@"; do
+        if [[ "${pair}" == *"<="* ]]; then
+            name="${pair%%<=*}" flag="${pair#*<=}" mode=at-most
+        elif [[ "${pair}" == *":="* ]]; then
+            name="${pair%%:=*}" flag="${pair#*:=}" mode=taken
+        else
+            name="${pair%%=*}" flag="${pair#*=}" mode=equal
+        fi
+        value=
+        for i in "${!CHECKPOINT_ARGS[@]}"; do
+            if [[ "${CHECKPOINT_ARGS[$i]}" == "${flag}" ]]; then value="${CHECKPOINT_ARGS[$((i + 1))]:-}"; fi
+        done
+        current="${!name:-}"
+        if [[ -z "${value}" || "${current}" == "${value}" ]]; then
+            continue
+        elif [[ ${mode} == taken ]]; then
+            if [[ -n "${current}" && "${DEFAULTED}" != *" ${name} "* ]]; then
+                echo "note: ${name}=${current} replaced by the checkpoint's ${flag} ${value} (${file}; its sizes are the checkpoint's)" >&2
+            fi
+            printf -v "${name}" '%s' "${value}"
+        elif [[ -z "${current}" || ( "${DEFAULTED}" == *" ${name} "* && ( ${mode} == equal || current -gt value ) ) ]]; then
+            printf -v "${name}" '%s' "${value}"
+        elif [[ ${mode} == equal || current -gt value ]]; then
+            echo "${name}=${current} (${flag}) does not agree with the checkpoint: ${file} has ${flag} ${value}." \
+                 "Every stage must use the checkpoint's ${flag}$([[ ${mode} == at-most ]] && echo " or less");" \
+                 "unset ${name} to take it from ${file}" >&2
+            return 2
+        fi
+    done
+}
+
+write_args_txt() {
+    mkdir -p "$1"
+    python -c 'import shlex, sys; print(shlex.join(sys.argv[1:]))' "${@:2}" > "$1/args.txt"
 }
 
 if_set() {
@@ -57,6 +128,42 @@ hypotheses() {
 
 rouge() {
     files2rouge "$1" "$2" -s "$3"
+}
+
+is_corpus_dir() {
+    [[ "$1" == */* || -d "$1" ]]
+}
+
+data_name() {
+    local name="$1"
+    if is_corpus_dir "${name}"; then
+        name="$(basename "${name%/}")"
+    fi
+    echo "${name}${2:-}${LIMIT:+-limit${LIMIT}}"
+}
+
+prepare_data() {
+    local module="$1" corpus="$2" out="$3" stamp
+    shift 3
+    if is_corpus_dir "${corpus}"; then
+        if [[ ! -d "${corpus}" ]]; then
+            echo "corpus ${corpus}: no such directory (a corpus of your own is a folder of {train,valid,test}.{source,target})" >&2
+            return 2
+        fi
+        corpus="$(cd "${corpus}" && pwd)"
+    fi
+    stamp="corpus=${corpus} limit=${LIMIT:-all} prepared-by=${module}${*:+ $*}"
+    if [[ -f "${out}/bin/dict.source.txt" || -f "${out}/bin/dict.txt" ]]; then
+        if [[ -f "${out}/corpus.txt" && "$(cat "${out}/corpus.txt")" != "${stamp}" ]]; then
+            echo "${out} holds other data ($(cat "${out}/corpus.txt")), not ${stamp}:" \
+                 "delete ${out} or choose another DATA_DIR" >&2
+            return 2
+        fi
+        echo "   ${out}/bin exists: reusing it (delete it to rebuild)"
+        return 0
+    fi
+    python -m "${module}" --corpus "${corpus}" --out "${out}" ${LIMIT:+--limit "${LIMIT}"} "$@"
+    echo "${stamp}" > "${out}/corpus.txt"
 }
 
 prepare_with_vocabulary() {

@@ -6,12 +6,20 @@
 #
 #   bash scripts/run_demo.sh                    # MODEL=s2s_ft_copy (the default)
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
-#   LIMIT=8 MAX_EPOCH=1 bash scripts/run_demo.sh   # a quick run on the first 8 documents of each split
+#   LIMIT=8 MAX_UPDATE=4 BEAM=1 bash scripts/run_demo.sh   # a quick run (minutes) on the first 8 documents of each split
+#   SOURCE_CORPUS=/path/to/corpus bash scripts/run_demo.sh  # your own {train,valid,test}.{source,target}
 #
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
-# TRAIN_ARGS and GEN_ARGS, and may set STOP_HOURS, EVAL_ROUGE_ARGS, LEAD_ARGS (how LEAD-3 reads
-# the test papers) and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect,
-# joined before scoring)). Outputs go to runs/demo-<MODEL>/ and data to data/<CORPUS>/.
+# TRAIN_ARGS and GEN_ARGS, and may set DATA_DIR and PREPARE (the folder the data go to and the module
+# that prepares them), STOP_HOURS, EVAL_ROUGE_ARGS, LEAD_ARGS (how LEAD-3 reads the test papers)
+# and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect, joined before scoring)).
+# CORPUS (SOURCE_CORPUS for the s2s-ft recipes) is a built-in corpus or a directory of your own;
+# data go to data/<its name>[_wp][-limitN]/ and outputs to runs/demo-<MODEL>/ (for a directory of
+# your own, runs/demo-<MODEL>-<its data name>/), and LEAD-3 reads that data's own test sources.
+#
+# A run never reports a model it did not train: an earlier run in the same folder is moved to
+# <folder>.previous first, a training that fails stops the job with fairseq-train's status, and a
+# run shorter than the recipe's save interval saves at its end.
 #
 # Every recipe's summaries come from the same checkpoint rule, so that the figures of different
 # MODELs compare: checkpoint_best.pt, the checkpoint with the best validation ROUGE-L (F1 of
@@ -34,35 +42,56 @@ source .venv/bin/activate
 # Adam, inverse square root after 50 warm-up updates, dropout 0.1, weight decay 0.01, clipping 1.0
 FROM_SCRATCH_ARGS=(--optimizer adam --adam-betas "(0.9,0.98)" --lr "${LR:-1e-3}" --lr-scheduler inverse_sqrt
                    --warmup-updates 50 --dropout 0.1 --weight-decay 0.01 --clip-norm 1.0)
+# a corpus of the user's, for every recipe (the s2s-ft ones call it SOURCE_CORPUS)
+if [[ -n "${SOURCE_CORPUS:-}" && -z "${CORPUS:-}" && "${MODEL}" != s2s_ft_copy ]]; then
+    CORPUS="${SOURCE_CORPUS}"
+fi
 # shellcheck disable=SC1090
 source "${RECIPE}"
 
-WORK="${WORK:-runs/demo-${MODEL}}"
-DATA="data/${CORPUS}"
-STOP_HOURS="${STOP_HOURS:-0.12}"
 LIMIT="${LIMIT:-}"  # keep only the first LIMIT documents of each split (empty: all)
+DATA_DIR="${DATA_DIR:-data/$(data_name "${CORPUS}")}"
+if [[ -z "${WORK:-}" ]]; then
+    WORK="runs/demo-${MODEL}"
+    if is_corpus_dir "${CORPUS}"; then  # a corpus of the user's: the run is named from its data
+        WORK+="-$(basename "${DATA_DIR}")"
+    fi
+fi
+STOP_HOURS="${STOP_HOURS:-0.12}"
 # torch threads per process: 1 by default, steady on a shared machine (two threads spinning
 # against other jobs ran fairseq-train several times slower here)
 export OMP_NUM_THREADS="${THREADS:-1}"
+# a fresh run folder: nothing an earlier run left (its checkpoint_best.pt above all) can be reported
+if [[ -d "${WORK}" && -n "$(ls -A "${WORK}")" ]]; then
+    if [[ ! -e "${WORK}/train.log" && ! -e "${WORK}/checkpoints" ]]; then
+        echo "WORK=${WORK} is not empty and holds no earlier run (no train.log, no checkpoints/): choose another WORK" >&2
+        exit 2
+    fi
+    rm -rf "${WORK}.previous"
+    mv "${WORK}" "${WORK}.previous"
+    echo "== ${WORK} held an earlier run: moved to ${WORK}.previous"
+fi
 mkdir -p "${WORK}"
 start=$(date +%s)
 
-echo "== [1/4] preparing ${CORPUS} (sentencepiece ${VOCAB_SIZE}) -> ${DATA}"
-if [[ ! -f "${DATA}/bin/dict.source.txt" && ! -f "${DATA}/bin/dict.txt" ]]; then
-    python -m preprocess.prepare --corpus "${CORPUS}" --out "${DATA}" --vocab-size "${VOCAB_SIZE}" ${LIMIT:+--limit "${LIMIT}"}
-else
-    echo "   ${DATA}/bin exists: reusing it (delete it to rebuild)"
+echo "== [1/4] preparing ${CORPUS} -> ${DATA_DIR}"
+if [[ -z "${PREPARE+set}" ]]; then
+    PREPARE=(preprocess.prepare --vocab-size "${VOCAB_SIZE}")
 fi
+prepare_data "${PREPARE[0]}" "${CORPUS}" "${DATA_DIR}" "${PREPARE[@]:1}"
 
-# fairseq validates every --validate-interval epochs (a recipe's choice) but not at --max-epoch
-# itself: a run shorter than one interval validates every epoch, so that a best checkpoint exists
-interval=1
-for i in "${!TRAIN_ARGS[@]}"; do
-    if [[ "${TRAIN_ARGS[$i]}" == --validate-interval ]]; then interval="${TRAIN_ARGS[$((i + 1))]}"; fi
+# fairseq validates and saves every --validate-interval / --save-interval epochs (a recipe's
+# choice), and at --max-update or --stop-time-hours, but not at --max-epoch itself: a run shorter
+# than one interval validates and saves every epoch, so that it has a checkpoint of its own
+for flag in --validate-interval --save-interval; do
+    interval=1
+    for i in "${!TRAIN_ARGS[@]}"; do
+        if [[ "${TRAIN_ARGS[$i]}" == "${flag}" ]]; then interval="${TRAIN_ARGS[$((i + 1))]}"; fi
+    done
+    if (( MAX_EPOCH < interval )); then
+        TRAIN_ARGS+=("${flag}" 1)
+    fi
 done
-if (( MAX_EPOCH < interval )); then
-    TRAIN_ARGS+=(--validate-interval 1)
-fi
 if [[ " ${TRAIN_ARGS[*]} " == *" --best-checkpoint-metric "* ]]; then
     echo "${RECIPE} chooses its checkpoint metric; the demo's rule is validation ROUGE-L (run_demo.sh)" >&2
     exit 2
@@ -72,21 +101,37 @@ TRAIN_ARGS+=(--eval-rouge --eval-rouge-args "${EVAL_ROUGE_ARGS}"
              --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric)
 
 echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h)"
-fairseq-train "${DATA}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
+BEST="${WORK}/checkpoints/checkpoint_best.pt"
+status=0
+fairseq-train "${DATA_DIR}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
     --max-epoch "${MAX_EPOCH}" --stop-time-hours "${STOP_HOURS}" \
     --save-dir "${WORK}/checkpoints" --no-epoch-checkpoints \
     --log-format json --log-interval 10 --num-workers 0 --seed 1 \
-    2>&1 | tee "${WORK}/train.log" | grep --line-buffered -E "\| (train|valid) \||done training|truncated|longer than" || true
-[[ -f "${WORK}/checkpoints/checkpoint_best.pt" ]] || { echo "training failed: see ${WORK}/train.log" >&2; exit 1; }
+    2>&1 | tee "${WORK}/train.log" \
+    | { grep --line-buffered -E "\| (train|valid) \||done training|truncated|longer than" || true; } \
+    || status=$?
+if (( status != 0 )); then
+    echo "training failed (fairseq-train exited with ${status}); the end of ${WORK}/train.log:" >&2
+    tail -n 15 "${WORK}/train.log" >&2
+    exit 1
+fi
+if [[ ! -f "${BEST}" ]]; then
+    echo "training saved no ${BEST} (no validation ran?): see ${WORK}/train.log" >&2
+    exit 1
+fi
+# shellcheck disable=SC2016
+updates="$(python -c 'import sys; from fairseq_ext.checkpoint import safe_load
+print(safe_load(sys.argv[1])["optimizer_history"][-1]["num_updates"])' "${BEST}")"
+echo "   model: ${BEST}, saved by this run at update ${updates}"
 
 echo "== [3/4] fairseq-generate on the test set"
-fairseq-generate "${DATA}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
+fairseq-generate "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
     --gen-subset test --batch-size 16 --num-workers 0 "${GEN_ARGS[@]}" \
-    --bpe sentencepiece --sentencepiece-model "${DATA}/bin/spm.model" \
+    --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model" \
     > "${WORK}/generate-test.txt"
 hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
 # the references: one document a line (per-aspect targets joined, as the summaries are)
-python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA}/raw/test.target" "${WORK}/test.ref"
+python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA_DIR}/raw/test.target" "${WORK}/test.ref"
 if [[ "${LINES_PER_DOCUMENT:-1}" != 1 ]]; then
     mv "${WORK}/test.hyp" "${WORK}/test.pieces.hyp"
     python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.pieces.hyp" "${WORK}/test.hyp"
@@ -94,8 +139,8 @@ fi
 if [[ -z "${LEAD_ARGS+set}" ]]; then
     if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
         LEAD_ARGS=(--aclsum test)
-    else
-        LEAD_ARGS=(--source "${DATA}/raw/test.source")
+    else  # the data's own test sources (a corpus of the user's, aclsum_long, ...)
+        LEAD_ARGS=(--source "${DATA_DIR}/raw/test.source")
     fi
 fi
 python -m fairseq_ext.rouge.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
@@ -105,6 +150,8 @@ rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/
 rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     | tee "${WORK}/results.md"
+echo "${MODEL}: ${BEST}, update ${updates}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
+    | tee -a "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training-minutes.png" --title "${MODEL}" --x minutes
 echo "done in $(( $(date +%s) - start )) s; outputs in ${WORK}/"

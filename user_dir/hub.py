@@ -24,6 +24,7 @@ from collections.abc import Mapping, Set as AbstractSet
 from fairseq import hub_utils
 
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
+from fairseq_ext.fairseq_fixes import data_dir_message
 
 from .tasks.abstractive_summarization import AbstractiveSummarizationTask
 
@@ -181,6 +182,8 @@ def from_pretrained(model_dir, checkpoint_file="checkpoint_best.pt", data_name_o
     if not os.path.isdir(data):
         raise FileNotFoundError(f"data directory not found: {data} (data_name_or_path={data_name_or_path!r}; "
                                 "a path starting with '.' is relative to the model directory)")
+    if data_dir_message(data):
+        raise FileNotFoundError(data_dir_message(data))
     loaded = hub_utils.from_pretrained(
         model_dir, checkpoint_file=checkpoint_file, data_name_or_path=data_name_or_path, **kwargs
     )

@@ -8,6 +8,7 @@ training still has no ``<unk>`` except for characters the model itself does not 
 """
 
 import logging
+import math
 import random
 import shutil
 from collections import Counter
@@ -211,6 +212,11 @@ class DictionaryCheck:
         return {**self.__dict__, "unk_rate": self.unk_rate}
 
 
+def _unk_rate_to_pass(rate: float) -> str:
+    """A ``--max-unk-rate`` just above ``rate``, rounded up to two significant digits."""
+    return f"{float(f'{rate:.2g}') + 10 ** (math.floor(math.log10(rate)) - 1):.2g}"
+
+
 def check_dictionary(
     path: Path,
     model: sentencepiece.SentencePieceProcessor,
@@ -239,8 +245,10 @@ def check_dictionary(
             f"dictionary {label} does not fit the sentencepiece model: "
             f"{check.unk_rate:.1%} of the encoded tokens would be <unk> "
             f"(limit {max_unk_rate:.1%}) and {len(missing)} of the model's {check.pieces} "
-            f"pieces are missing from it (e.g. {missing[:5]}). Pass the dict.txt built "
-            "with this --spm-model, or omit --srcdict to build one."
+            f"pieces are missing from it (e.g. {missing[:5]}). If this is the dictionary built "
+            f"with this --spm-model and your text simply holds pieces it never saw, accept them "
+            f"with --max-unk-rate {_unk_rate_to_pass(check.unk_rate)}; otherwise pass the dict.txt "
+            "built with this --spm-model, or omit --srcdict to build one."
         )
     if missing:
         logger.warning(

@@ -15,11 +15,15 @@ if_set INSTRUCTION_ARGS --instruction "${QUERY}"
 # Adam (0.9, 0.98), 500 warm-up updates, then a linear decay to 0 at MAX_UPDATE
 defaults ADAM_BETAS="(0.9,0.98)" ADAM_EPS=1e-8 WEIGHT_DECAY=0.01 CLIP_NORM=0.1 WARMUP=500
 linear_decay_args "${MAX_UPDATE}"
+# the starting model's sizes and positions (args.txt beside INIT: the converter's, or the one
+# long_denoising.sh / model_based_denoising.sh wrote), which these must agree with
+args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-positions TARGET_POSITIONS:=--max-target-positions \
+    ATTENTION=--encoder-attention BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task abstractive_summarization --arch "${ARCH}" \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
-    --finetune-from-model "${INIT}" \
+    --finetune-from-model "${INIT}" "${CHECKPOINT_ARGS[@]}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --encoder-attention "${ATTENTION}" --block-size "${BLOCK_SIZE}" --pooling-layers "${POOLING_LAYERS}" \
     "${SCHEDULE_ARGS[@]}" --max-update "${MAX_UPDATE}" --dropout 0.1 --attention-dropout 0.1 \

@@ -3,18 +3,19 @@
 # be overridden from the environment:
 #
 #   MODEL=s2s_ft bash scripts/run_demo.sh
-#   MODEL=s2s_ft S2S_INIT=none CORPUS=aclsum bash scripts/run_demo.sh   # random init, sentencepiece
+#   MODEL=s2s_ft S2S_INIT=none VOCAB_SIZE=8000 bash scripts/run_demo.sh   # random init, sentencepiece
 #   MODEL=s2s_ft S2S_METHOD=masked bash scripts/run_demo.sh
 #
-# MiniLM reads BERT-uncased WordPieces, so the data are prepared here with that vocabulary
-# (data/aclsum_wp, 30,522 pieces); run_demo.sh then finds them and skips its sentencepiece step.
+# MiniLM reads BERT-uncased WordPieces, so with its weights the data are prepared with that
+# vocabulary (PREPARE: preprocess.prepare_wordpiece, into data/<CORPUS's name>_wp, 30,522 pieces).
 S2S_INIT="${S2S_INIT:-minilm}"    # minilm | none | a HF BERT/RoBERTa directory
 S2S_METHOD="${S2S_METHOD:-pseudo}" # causal | masked | pseudo
-CORPUS="${CORPUS:-aclsum_wp}"
+CORPUS="${CORPUS:-aclsum}"
 VOCAB_SIZE="${VOCAB_SIZE:-30522}"
 MAX_EPOCH="${MAX_EPOCH:-10}"
-if [[ "${CORPUS}" == "aclsum_wp" && ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
-    python -m preprocess.prepare_wordpiece --corpus aclsum --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
+if [[ "${S2S_INIT}" != none ]]; then
+    DATA_DIR="${DATA_DIR:-data/$(data_name "${CORPUS}" _wp)}"
+    PREPARE=(preprocess.prepare_wordpiece)
 fi
 hf_init_args "${S2S_INIT}"
 EVAL_ROUGE_ARGS='{"beam": 1, "min_len": 40, "max_len_b": 127, "no_repeat_ngram_size": 3}'

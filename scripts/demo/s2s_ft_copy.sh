@@ -10,14 +10,17 @@
 #   MODEL=s2s_ft_copy COPY_HEADS=0 bash scripts/run_demo.sh   # the same without copying
 #   MODEL=s2s_ft_copy SOURCE_CORPUS=aclsum bash scripts/run_demo.sh   # one pair per paper
 #   MODEL=s2s_ft_copy DECODE_WORDS=any bash scripts/run_demo.sh   # decoding free to write any word
+#   SOURCE_CORPUS=/path/to/corpus bash scripts/run_demo.sh   # a {train,valid,test}.{source,target} folder
 #
-# MiniLM reads BERT-uncased WordPieces, so the data are prepared here with that vocabulary
-# (data/<SOURCE_CORPUS>_wp); run_demo.sh then finds them and skips its sentencepiece step.
+# MiniLM reads BERT-uncased WordPieces, so the data are prepared with that vocabulary
+# (PREPARE: preprocess.prepare_wordpiece, into data/<SOURCE_CORPUS's name>_wp).
 # aclsum_aspects: three instruction-prefixed pairs per paper ("challenge: ...", "approach: ...",
 # "outcome: ..."), one short summary each, joined per paper before scoring; aclsum: one pair per
 # paper, the whole summary as the target; aclsum_abstract: the same with the abstract alone as source
 SOURCE_CORPUS="${SOURCE_CORPUS:-aclsum_aspects}"
-CORPUS="${CORPUS:-${SOURCE_CORPUS}_wp}"
+CORPUS="${SOURCE_CORPUS}"
+DATA_DIR="${DATA_DIR:-data/$(data_name "${CORPUS}" _wp)}"
+PREPARE=(preprocess.prepare_wordpiece)
 VOCAB_SIZE="${VOCAB_SIZE:-30522}"
 MAX_UPDATE="${MAX_UPDATE:-400}"
 MAX_EPOCH="${MAX_EPOCH:-100000}"           # MAX_UPDATE and STOP_HOURS end training
@@ -34,13 +37,12 @@ if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then
     # bonus for word pairs found there (--decode-words, fairseq_ext/modules/word_constraint.py),
     # beam 8; chosen on validation like the rest (benchmarks/RESULTS.md). Training is not affected.
     DECODE_WORDS="${DECODE_WORDS:-source}" BIGRAM_BONUS="${BIGRAM_BONUS:-0.5}" BEAM="${BEAM:-8}"
-    DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-data/${CORPUS}/raw/train.target}"
+    DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-${DATA_DIR}/raw/train.target}"
 fi
 MAX_TARGET="${MAX_TARGET:-128}"
-LEAD_ARGS=(--aclsum test)                  # LEAD-3 of the paper, ACLSum's own sentences
-if [[ ! -f "data/${CORPUS}/bin/dict.source.txt" ]]; then
-    python -m preprocess.prepare_wordpiece --corpus "${SOURCE_CORPUS}" --out "data/${CORPUS}" ${LIMIT:+--limit "${LIMIT}"}
-fi
+if [[ "${SOURCE_CORPUS}" == aclsum* ]] && ! is_corpus_dir "${SOURCE_CORPUS}"; then
+    LEAD_ARGS=(--aclsum test)              # LEAD-3 of the paper, ACLSum's own sentences
+fi                                         # else run_demo.sh's: the data's own test sources
 TRAIN_ARGS=(
     --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
     --init-from-hf "$(minilm_dir)"

@@ -27,6 +27,10 @@ defaults DATA=data/aclsum/bin INIT= SAVE="checkpoints/prophetnet_${PRESET}" ARCH
     SOURCE_POSITIONS="${default_source}" TARGET_POSITIONS="${default_target}"
 defaults UPDATE_FREQ="$(( BATCH / BATCH_SIZE ))"
 if_set init_args --finetune-from-model "${INIT}"
+# a converted or pre-trained INIT's args.txt: its size and positions; ARCH and NGRAM must agree,
+# the positions may be fewer (a 512-token fine-tuning after a 128-token pre-training takes 128)
+args_from_checkpoint "${INIT}" ARCH:=--arch NGRAM=--ngram \
+    "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions"
 
 fairseq-train "${DATA}" --user-dir user_dir \
     --task abstractive_summarization \
@@ -38,4 +42,4 @@ fairseq-train "${DATA}" --user-dir user_dir \
     --max-epoch "${MAX_EPOCH}" --batch-size "${BATCH_SIZE}" --update-freq "${UPDATE_FREQ}" \
     --dropout 0.1 --attention-dropout 0.1 \
     --save-dir "${SAVE}" --no-epoch-checkpoints --log-format simple --log-interval 50 \
-    "${init_args[@]}" "$@"
+    "${init_args[@]}" "${CHECKPOINT_ARGS[@]}" "$@"

@@ -14,6 +14,9 @@ defaults DATA=data/wiki/bin SAVE=checkpoints/prophetnet_pretrain ARCH=prophetnet
     TOKENS_PER_SAMPLE=512 SPAN_CHUNK=64 MASK_PROB=0.15 LR=3e-4 WARMUP=10000 MAX_UPDATE=500000 BATCH_SIZE=16 \
     UPDATE_FREQ=64
 
+# the model flags finetune.sh reads back (INIT=SAVE/checkpoint_best.pt): positions, size, streams
+write_args_txt "${SAVE}" --arch "${ARCH}" --ngram "${NGRAM}" \
+    --max-source-positions "${TOKENS_PER_SAMPLE}" --max-target-positions "${TOKENS_PER_SAMPLE}"
 fairseq-train "${DATA}" --user-dir user_dir \
     --task prophetnet_span_mask --tokens-per-sample "${TOKENS_PER_SAMPLE}" \
     --span-chunk "${SPAN_CHUNK}" --mask-prob "${MASK_PROB}" \

@@ -25,6 +25,10 @@ defaults INIT= ARCH=prophetnet_summ_large NGRAM=2 LR=1e-5 WARMUP=1000 MAX_EPOCH=
     SUBSET=test SEED=1
 defaults REF="$(dirname "${DATA}")/raw/${SUBSET}.target"
 if_set init_args --finetune-from-model "${INIT}"
+# a converted or pre-trained INIT's args.txt: its size and positions; ARCH and NGRAM must agree,
+# the positions may be fewer (a 512-token fine-tuning after a 128-token pre-training takes 128)
+args_from_checkpoint "${INIT}" ARCH:=--arch NGRAM=--ngram \
+    "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions"
 
 mkdir -p "${SAVE_DIR}"
 fairseq-train "${DATA}" --user-dir user_dir --task abstractive_summarization \
@@ -39,7 +43,7 @@ fairseq-train "${DATA}" --user-dir user_dir --task abstractive_summarization \
     --eval-bleu --eval-bleu-args "{\"beam\": 1, \"max_len_b\": $((TARGET_POSITIONS - 1))}" \
     --best-checkpoint-metric bleu --maximize-best-checkpoint-metric \
     --save-dir "${SAVE_DIR}" --no-epoch-checkpoints --num-workers 0 \
-    --log-format simple --log-interval 50 "${init_args[@]}" "$@" 2>&1 | tee "${SAVE_DIR}/train.log"
+    --log-format simple --log-interval 50 "${init_args[@]}" "${CHECKPOINT_ARGS[@]}" "$@" 2>&1 | tee "${SAVE_DIR}/train.log"
 
 fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
     --path "${SAVE_DIR}/checkpoint_best.pt" --gen-subset "${SUBSET}" --batch-size 32 \

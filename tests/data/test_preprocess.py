@@ -1,6 +1,7 @@
 """Corpus readers, counted cleaning, sentencepiece and the full ``prepare`` pipeline."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -324,9 +325,14 @@ def test_prepare_rejects_a_dictionary_of_another_spm_model(pair_run, tmp_path):
             corpus=cfg.corpus, out=out, spm_model=cfg.out / "spm.model",
             srcdict=tmp_path / "dict.other.txt",
         )  # fmt: skip
-        with pytest.raises(DictionaryMismatch, match=r"dict\.other\.txt does not fit"):
+        with pytest.raises(DictionaryMismatch, match=r"dict\.other\.txt does not fit") as refused:
             prepare(wrong)
     assert not (tmp_path / "out").exists()  # a failed run leaves OUT as it was
+    # the advice names the flag that accepts the unknown pieces, with a value that does
+    rate = float(re.search(r"--max-unk-rate ([\d.]+)", str(refused.value)).group(1))
+    accepted = PrepareConfig(corpus=cfg.corpus, out=tmp_path / "accepted", spm_model=cfg.out / "spm.model",
+                             srcdict=tmp_path / "dict.other.txt", max_unk_rate=rate)
+    assert prepare(accepted)["dictionary"]["unk_tokens"] > 0
     assert (cfg.out / "preprocess_report.json").read_text() == before
     assert not list(tmp_path.glob(".*staging*")) and not list(cfg.out.parent.glob(".*staging*"))
 

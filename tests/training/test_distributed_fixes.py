@@ -56,7 +56,7 @@ def test_install_is_idempotent_and_every_fix_is_in_place():
     assert layers(distributed_utils.infer_init_method) == ["torchrun_launch"]
     assert layers(distributed_utils.all_gather_list) == ["all_gather_list_on_cpu"]
     assert layers(distributed_fairseq_model.DistributedDataParallel) == ["cpu_ddp"]
-    assert layers(options.parse_args_and_arch) == ["bf16_without_tpu"]
+    assert layers(options.parse_args_and_arch) == ["newcomer_errors", "bf16_without_tpu"]
 
 
 @pytest.mark.e2e  # runs Python processes
@@ -73,7 +73,7 @@ def test_fixes_are_in_place_before_fairseq_parses_and_launches():
         "d.infer_init_method._fairseq_ext_fix)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["bf16_without_tpu", "gloo_on_cpu", "torchrun_launch"]
+    assert out.stdout.split() == ["newcomer_errors", "gloo_on_cpu", "torchrun_launch"]
 
 
 # ----------------------------------------------------------------------------- 3. torchrun
@@ -178,7 +178,7 @@ def test_bf16_does_not_turn_on_tpu():
     parser = options.get_training_parser()
     argv = ["/no/data", "--user-dir", USER_DIR, "--task", "abstractive_summarization", "--arch", "bart_summ_tiny",
             "--max-tokens", "100", "--bf16", "--cpu"]  # fmt: skip
-    assert options.parse_args_and_arch.__wrapped__(parser, argv).tpu  # fairseq: --bf16 implies --tpu
+    assert fairseq_fixes.original(options.parse_args_and_arch)(parser, argv).tpu  # fairseq: --bf16 implies --tpu
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     assert args.bf16 and not args.tpu
     assert options.parse_args_and_arch(options.get_training_parser(), argv + ["--tpu"]).tpu  # asked for
