@@ -135,6 +135,7 @@ from pathlib import Path
 
 sys.path.insert(0, "scripts")
 from rouge_table import read_scores
+from fairseq_ext.rouge.fluency import fluency_of_file
 
 run, name, updates, wall, cpu, gen, table = sys.argv[1:]
 run = Path(run)
@@ -159,12 +160,24 @@ if (run / "rouge-valid.txt").exists():
 else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test
     last = valid[-1]
     scores = [f'greedy {last["valid_rouge1"]}/{last["valid_rouge2"]}/{last["valid_rougeL"]}, loss {last["valid_loss"]}', "-"]
-row = [name, updates, wall, cpu, gen, load, best, *scores]
+def fluent(split):  # % of summaries with a word repeated back to back / % of repeated word bigrams
+    hyp = run / f"{split}.hyp"
+    if not hyp.exists():
+        return "-"
+    f = fluency_of_file(hyp)
+    return f"{f.repeat_share:.0f}/{f.bigram_share:.1f}"
+
+row = [name, updates, wall, cpu, gen, load, best, *scores, fluent("valid"), fluent("test")]
 header = ["name", "updates", "train_wall_min", "train_cpu_min", "decode_min", "load_1min", "best_valid_update (greedy rougeL)",
-          "valid R1/R2/RL", "test R1/R2/RL"]
+          "valid R1/R2/RL", "test R1/R2/RL", "valid repeat%/bigram%", "test repeat%/bigram%"]
 path = Path(table)
 if not path.exists():
     path.write_text("\t".join(header) + "\n")
+else:  # a table from before the fluency columns: same header, "-" in the old rows
+    old = path.read_text().splitlines()
+    if old and old[0] != "\t".join(header):
+        pad = lambda line: line + "\t-" * (len(header) - len(line.split("\t")))
+        path.write_text("\n".join(["\t".join(header)] + [pad(line) for line in old[1:]]) + "\n")
 with path.open("a") as f:
     f.write("\t".join(map(str, row)) + "\n")
 print("\t".join(header)); print("\t".join(map(str, row)))
