@@ -15,6 +15,12 @@
 #   NAME=wiki-gsg CORPUS=wiki_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=100 DECODE=0 bash benchmarks/aclsum_levers.sh
 #   NAME=wiki-aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 \
 #       INIT_FROM=runs/levers/wiki-gsg/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
+#   # decoding levers on a checkpoint (validation only): no word twice in a row, one sentence per aspect
+#   NAME=aspects12-norepeat CHECKPOINT_FROM=aspects12 GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects \
+#       COPY_HEADS=12 NO_REPEAT_WORD=1 bash benchmarks/aclsum_levers.sh
+#   # coverage (See et al. 2017, 2.3), trained briefly on top of a checkpoint with the coverage loss
+#   NAME=aspects12-coverage CORPUS=aclsum_aspects COPY_HEADS=12 COVERAGE=1 COVERAGE_LOSS=1.0 MAX_UPDATE=100 \
+#       INIT_FROM=runs/levers/aspects12/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
 #
 # Only validation figures choose anything (the checkpoint here; levers and decoding settings
 # in RESULTS.md); test figures are reported for the checkpoint validation chose.
@@ -43,7 +49,16 @@ esac
 MAX_TARGET="${MAX_TARGET:-128}"
 MIN_LEN="${MIN_LEN:-40}"
 VALID_EVERY="${VALID_EVERY:-50}"
-GREEDY="{\"beam\": 1, \"min_len\": ${MIN_LEN}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
+NO_REPEAT_WORD="${NO_REPEAT_WORD:-0}"   # 1: --no-repeat-word (never a whole word twice in a row), valid and test decoding
+END_AT_SENTENCE="${END_AT_SENTENCE:-0}" # 1: --end-at-sentence (only </s> after a sentence end)
+COVERAGE="${COVERAGE:-0}"               # 1: --coverage on the copy attention (needs COPY_HEADS or COPY_ATTENTION_DIM)
+COVERAGE_LOSS="${COVERAGE_LOSS:-1.0}"   # --coverage-loss-weight with COVERAGE=1 (See et al.: 1.0)
+rules=() rule_keys=""
+if [[ "${NO_REPEAT_WORD}" == 1 ]]; then rules+=(--no-repeat-word); rule_keys+=", \"no_repeat_word\": true"; fi
+if [[ "${END_AT_SENTENCE}" == 1 ]]; then rules+=(--end-at-sentence); rule_keys+=", \"end_at_sentence\": true"; fi
+coverage=()
+if [[ "${COVERAGE}" == 1 ]]; then coverage=(--coverage --coverage-loss-weight "${COVERAGE_LOSS}"); fi
+GREEDY="{\"beam\": 1, \"min_len\": ${MIN_LEN}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3${rule_keys}}"
 VALID_ARGS="${VALID_ARGS:-${GREEDY}}"   # validation decoding during training
 BEAM="${BEAM:-4}"
 LENPEN="${LENPEN:-1.0}"
@@ -91,7 +106,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
         --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "${minilm}" \
         ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"} \
         --copy-heads "${COPY_HEADS}" --copy-attention-dim "${COPY_ATTENTION_DIM}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
-        --criterion s2s_ft --label-smoothing 0.1 \
+        "${coverage[@]}" --criterion s2s_ft --label-smoothing 0.1 \
         --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \
         --lr "${LR}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP}" --total-num-update "${TOTAL_UPDATES}" \
         --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 \
@@ -118,7 +133,7 @@ for split in "${splits[@]}"; do
         --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
         --batch-size 25 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
-        --no-repeat-ngram-size "${NO_REPEAT}" \
+        --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" \
         --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
         --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
@@ -135,6 +150,7 @@ from pathlib import Path
 
 sys.path.insert(0, "scripts")
 from rouge_table import read_scores
+from fairseq_ext.rouge.fluency import fluency_of_file
 
 run, name, updates, wall, cpu, gen, table = sys.argv[1:]
 run = Path(run)
@@ -159,12 +175,24 @@ if (run / "rouge-valid.txt").exists():
 else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test
     last = valid[-1]
     scores = [f'greedy {last["valid_rouge1"]}/{last["valid_rouge2"]}/{last["valid_rougeL"]}, loss {last["valid_loss"]}', "-"]
-row = [name, updates, wall, cpu, gen, load, best, *scores]
+def fluent(split):  # % of summaries with a word repeated back to back / % of repeated word bigrams
+    hyp = run / f"{split}.hyp"
+    if not hyp.exists():
+        return "-"
+    f = fluency_of_file(hyp)
+    return f"{f.repeat_share:.0f}/{f.bigram_share:.1f}"
+
+row = [name, updates, wall, cpu, gen, load, best, *scores, fluent("valid"), fluent("test")]
 header = ["name", "updates", "train_wall_min", "train_cpu_min", "decode_min", "load_1min", "best_valid_update (greedy rougeL)",
-          "valid R1/R2/RL", "test R1/R2/RL"]
+          "valid R1/R2/RL", "test R1/R2/RL", "valid repeat%/bigram%", "test repeat%/bigram%"]
 path = Path(table)
 if not path.exists():
     path.write_text("\t".join(header) + "\n")
+else:  # a table from before the fluency columns: same header, "-" in the old rows
+    old = path.read_text().splitlines()
+    if old and old[0] != "\t".join(header):
+        pad = lambda line: line + "\t-" * (len(header) - len(line.split("\t")))
+        path.write_text("\n".join(["\t".join(header)] + [pad(line) for line in old[1:]]) + "\n")
 with path.open("a") as f:
     f.write("\t".join(map(str, row)) + "\n")
 print("\t".join(header)); print("\t".join(map(str, row)))

@@ -149,6 +149,7 @@ echo "== [4/4] files2rouge"
 rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
 rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
+    --summaries "${MODEL}=${WORK}/test.hyp" --summaries "LEAD-3=${WORK}/lead3.hyp" --references "${WORK}/test.ref" \
     | tee "${WORK}/results.md"
 echo "${MODEL}: ${BEST}, update ${updates}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"

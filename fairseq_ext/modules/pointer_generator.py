@@ -17,6 +17,10 @@ it is what a model's ``get_normalized_probs`` returns: fairseq's criterions and 
     attn   (B, T, S) --+--> PointerGenerator --> p_gen (B, T, 1)
     source (S, B, C) --+
     logits (B, T, V), p_gen, attn, source ids (B, S) --> copy_mixture --> P or log P (B, T, V)
+
+Coverage (Section 2.3, :class:`Coverage`): the coverage vector ``c_t = sum_{t' < t} a_t'``
+(the copy attention so far) enters the copy attention's scores as ``w_h * c_t,i`` per head, and
+the criterion can add the coverage loss ``sum_i min(a_t,i, c_t,i)``.
 """
 
 import torch
@@ -67,6 +71,53 @@ class PointerGenerator(nn.Module):
         """``p_gen (B, T, 1)`` from ``hidden (B, T, C)`` and the attention's context vector
         ``context (B, T, C)`` (for a caller that computes the context itself)."""
         return torch.sigmoid(self.gate(torch.cat([hidden, context], dim=-1)).float())  # (B, T, 1)
+
+
+class Coverage(nn.Module):
+    """The coverage mechanism of See et al. (Section 2.3) on a copy attention of ``heads`` heads.
+
+    Each head's attention over the source, ``p_t,h = softmax(e_t,h)``, becomes
+    ``softmax(e_t,h + w_h * c_t) = normalize(p_t,h * exp(w_h * c_t))``, and the copy attention
+    ``a_t`` is their mean; ``c_t = sum_{t' < t} a_t'`` is the coverage vector (zero at the first
+    step). The learned ``w`` starts at 0, where the attention is exactly the attention without
+    coverage: a model trained without it loads (its missing ``w`` read as 0) and decodes as
+    before, then learns ``w`` when fine-tuned with the coverage loss (the paper adds coverage
+    to a trained model for a short phase). The steps depend on each other through ``c_t``, so
+    :meth:`forward` runs them in order, a ``(B, heads, S)`` operation each.
+    """
+
+    def __init__(self, heads: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(heads))  # (h,)
+
+    def forward(self, probs, coverage=None):
+        """``probs (B, h, T, S)``: each head's attention over the source of ``T`` consecutive
+        steps, rows summing to 1 (0 on padding); ``coverage (B, S)``: the coverage before the
+        first of them (None: zero, the start of a summary).
+
+        Returns ``(attn (B, T, S), coverages (B, T, S), coverage (B, S))``: the copy attention
+        of each step, the coverage vector it saw, and the coverage after the last step."""
+        B, h, T, S = probs.shape
+        c = probs.new_zeros(B, S) if coverage is None else coverage.to(probs.dtype)  # (B, S)
+        weight = self.weight.to(probs.dtype)[None, :, None]  # (1, h, 1)
+        plain = not bool(self.weight.detach().any())  # w = 0: the attention as it is
+        attns, coverages = [], []
+        for t in range(T):
+            p = probs[:, :, t]  # (B, h, S)
+            if not plain:
+                x = weight * c[:, None, :]  # (B, h, S)
+                p = p * torch.exp(x - x.amax(dim=-1, keepdim=True).detach())
+                p = p / p.sum(dim=-1, keepdim=True).clamp_min(TINY)
+            coverages.append(c)
+            attns.append(p.mean(dim=1))  # (B, S)
+            c = c + attns[-1]
+        return torch.stack(attns, dim=1), torch.stack(coverages, dim=1), c
+
+
+def coverage_loss(attn, coverages):
+    """``sum_i min(a_t,i, c_t,i)`` of each step (See et al., Eq. 12): ``attn`` and
+    ``coverages`` ``(B, T, S)`` -> ``(B, T)``."""
+    return torch.minimum(attn.float(), coverages.float()).sum(dim=-1)
 
 
 def copy_distribution(attn, source_tokens, vocab_size: int):

@@ -200,34 +200,62 @@ class WordConstraint:
         return lprobs.masked_fill(~allowed, LEFT_OUT)
 
 
-class WordConstrainedEnsemble(EnsembleModel):
-    """fairseq's :class:`EnsembleModel` whose next-token log-probabilities keep to a
-    :class:`WordConstraint`; the sources are read in ``forward_encoder`` and follow the
-    beams through ``reorder_encoder_out``, as the encoder outputs do. ``max_len_a``,
-    ``max_len_b`` and ``max_len`` are the generator's, to know its last step."""
+class RuledEnsemble(EnsembleModel):
+    """fairseq's :class:`EnsembleModel` whose next-token log-probabilities go through
+    ``rules`` in order: objects with ``start(src_tokens)`` (read the sources, in
+    ``forward_encoder``), ``reorder(new_order)`` (follow the beams, in
+    ``reorder_encoder_out``) and ``apply(tokens, lprobs, last) -> lprobs`` (``last``: the step
+    at the maximum length). ``max_len_a``, ``max_len_b`` and ``max_len`` are the generator's,
+    to know its last step."""
 
-    def __init__(self, models, constraint: WordConstraint, max_len_a=0.0, max_len_b=200, max_len=None):
+    def __init__(self, models, rules, max_len_a=0.0, max_len_b=200, max_len=None):
         super().__init__(models)
-        self.constraint = constraint
+        self.rules = list(rules)
         self.max_len_a, self.max_len_b = max_len_a, max_len_b
         self.max_len = max_len or self.max_decoder_positions()
         self.last_step = None
 
     def forward_encoder(self, net_input: Dict[str, torch.Tensor]):
         src_tokens = net_input["src_tokens"]
-        self.constraint.start(src_tokens.cpu())
+        for rule in self.rules:
+            rule.start(src_tokens.cpu())
         # as SequenceGenerator._generate sets its maximum length (on the padded source length)
         self.last_step = min(int(self.max_len_a * src_tokens.size(1) + self.max_len_b), self.max_len - 1)
         return super().forward_encoder(net_input)
 
     def reorder_encoder_out(self, encoder_outs, new_order):
-        self.constraint.reorder(new_order)
+        for rule in self.rules:
+            rule.reorder(new_order)
         return super().reorder_encoder_out(encoder_outs, new_order)
 
     def forward_decoder(self, tokens, encoder_outs, incremental_states, temperature: float = 1.0):
         lprobs, attn = super().forward_decoder(tokens, encoder_outs, incremental_states, temperature)
         last = tokens.size(1) - 1 >= self.last_step
-        return self.constraint.apply(tokens, lprobs, last), attn
+        for rule in self.rules:
+            lprobs = rule.apply(tokens, lprobs, last)
+        return lprobs, attn
+
+
+def with_rules(generator, rules):
+    """Make a ``SequenceGenerator`` apply ``rules`` (see :class:`RuledEnsemble`) after the
+    ones it has; returns the generator."""
+    if isinstance(generator.model, RuledEnsemble):
+        generator.model.rules.extend(rules)
+        return generator
+    models = list(generator.model.models)
+    generator.model = RuledEnsemble(models, rules, generator.max_len_a, generator.max_len_b, generator.max_len)
+    generator.model.eval()
+    return generator
+
+
+class WordConstrainedEnsemble(RuledEnsemble):
+    """A :class:`RuledEnsemble` whose first rule is a :class:`WordConstraint`: the sources are
+    read in ``forward_encoder`` and follow the beams through ``reorder_encoder_out``, as the
+    encoder outputs do."""
+
+    def __init__(self, models, constraint: WordConstraint, max_len_a=0.0, max_len_b=200, max_len=None):
+        super().__init__(models, [constraint], max_len_a, max_len_b, max_len)
+        self.constraint = constraint
 
 
 def constrain_words(generator, dictionary, extra_text: Iterable[Sequence[Word]] = (), bigram_bonus: float = 0.0):

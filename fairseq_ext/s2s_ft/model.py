@@ -35,7 +35,7 @@ import torch
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
 from ..modules.attention import beam_groups, rows_matmul
-from ..modules.pointer_generator import PointerGenerator, copy_mixture
+from ..modules.pointer_generator import Coverage, PointerGenerator, copy_mixture
 from ..noising.bert import bert_noise, select_tokens
 from ..noising.symbols import MASK_SYMBOLS, find_mask
 from .masks import decode_step_mask, pseudo_masked_attention_mask, seq2seq_attention_mask
@@ -112,12 +112,15 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
     copies source tokens through the last layer's attention over the source rows (its first
     ``copy_heads`` heads averaged, renormalized over the source); with ``copy_attention_dim``
     above 0, through an attention of its own from the output states. ``extra["attn"]`` holds
-    that attention and :meth:`get_normalized_probs` returns the mixture.
+    that attention and :meth:`get_normalized_probs` returns the mixture. With ``coverage``,
+    the copy attention has See et al.'s coverage (:class:`~fairseq_ext.modules.pointer_generator.Coverage`;
+    ``extra["coverage"]`` holds the coverage vector each step saw, for the coverage loss); in
+    incremental decoding the coverage is kept in the incremental state and follows the beams.
     """
 
     def __init__(
         self, dictionary, body: S2SFTTransformer, method: str, mask_idx: int, max_target_positions: int,
-        copy_heads: int = 0, copy_attention_dim: int = 0,
+        copy_heads: int = 0, copy_attention_dim: int = 0, coverage: bool = False,
     ):  # fmt: skip
         super().__init__(dictionary)
         if method not in METHODS:
@@ -135,6 +138,9 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         self.copy_heads = copy_heads
         copies = copy_heads or copy_attention_dim
         self.pointer = PointerGenerator(body.cfg.embed_dim, copy_attention_dim) if copies else None
+        if coverage and not copies:
+            raise ValueError("--coverage is the copy attention's: give --copy-heads or --copy-attention-dim")
+        self.coverage = Coverage(copy_heads or 1) if coverage else None
 
     @property
     def body(self) -> S2SFTTransformer:
@@ -180,7 +186,7 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
             rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, prefix, attention_keys=copy_keys
         )
         hidden = hidden[:, -T:]  # (B, T, C): the [P] rows in the pseudo layout
-        return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, T)
+        return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, T)[0]
 
     def _step(self, prev_output_tokens, encoder_out, incremental_state):
         cache = self.get_incremental_state(incremental_state, "cache")  # target rows: (L, B, H, t, d)
@@ -216,25 +222,39 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
             cache = new if cache is None else {name: torch.cat([cache[name], new[name]], dim=3) for name in new}
             self.set_incremental_state(incremental_state, "cache", cache)
         hidden = hidden[:, -1:]  # (B, 1, C)
-        return self.body.logits(hidden), self._extra(hidden, attention, encoder_out, 1)  # (B, 1, V)
+        coverage = None if self.coverage is None else self.get_incremental_state(incremental_state, "coverage")
+        extra, coverage = self._extra(hidden, attention, encoder_out, 1, coverage)
+        if self.coverage is not None:
+            self.set_incremental_state(incremental_state, "coverage", {"vector": coverage})
+        return self.body.logits(hidden), extra  # (B, 1, V)
 
-    def _extra(self, hidden, attention, encoder_out, T: int):
-        """fairseq's ``extra`` dict; with the copy mechanism, the copy attention ``attn``
-        ``(B, T, S)`` of the last ``T`` rows, their gate ``p_gen`` ``(B, T, 1)`` and the
-        source ids ``(B, S)`` it points at."""
+    def _extra(self, hidden, attention, encoder_out, T: int, coverage=None):
+        """fairseq's ``extra`` dict, and the coverage after the last row (None without it);
+        with the copy mechanism, the copy attention ``attn`` ``(B, T, S)`` of the last ``T``
+        rows, their gate ``p_gen`` ``(B, T, 1)``, the source ids ``(B, S)`` it points at and,
+        with coverage, the coverage vector ``coverage`` ``(B, T, S)`` each row saw (``coverage``
+        given: the incremental state's ``{"vector": (B, S)}`` before these rows)."""
         if self.pointer is None:
-            return {"attn": [None], "inner_states": None}
+            return {"attn": [None], "inner_states": None}, None
         source_hidden = encoder_out["encoder_out"][0]  # (S, N, C)
         rows = encoder_out["source_rows"][0]  # (B,)
         if self.copy_heads:
-            attn = attention[:, : self.copy_heads, -T:].mean(dim=1)  # (B, T, S)
+            heads = attention[:, : self.copy_heads, -T:]  # (B, h, T, S)
         else:
             own_source = per_row(source_hidden, rows, dim=1)  # (S, B, C)
-            attn = self.pointer.attention(hidden, own_source, encoder_out["source_padding_mask"][0])
+            heads = self.pointer.attention(hidden, own_source, encoder_out["source_padding_mask"][0])[:, None]
+        coverages = after = None
+        if self.coverage is None:
+            attn = heads.mean(dim=1)  # (B, T, S)
+        else:
+            attn, coverages, after = self.coverage(heads, None if coverage is None else coverage["vector"])
         per_source = source_hidden.transpose(0, 1)[:, None]  # (N, 1, S, C)
         context = rows_matmul(attn[:, None].to(per_source.dtype), per_source, rows, beam_groups(rows, per_source.size(0)))
         p_gen = self.pointer.gate_probability(hidden, context[:, 0])  # (B, T, 1)
-        return {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
+        extra = {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
+        if coverages is not None:
+            extra["coverage"] = coverages
+        return extra, after
 
     def get_normalized_probs(self, net_output, log_probs: bool, sample=None):
         """The pointer-generator mixture when the copy mechanism is on, else the softmax."""
@@ -246,11 +266,22 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         return copy_mixture(net_output[0], extra["p_gen"], extra["attn"][0], extra["src_tokens"], log_probs)
 
     def reorder_incremental_state(self, incremental_state, new_order):
+        coverage = self.get_incremental_state(incremental_state, "coverage")
+        if coverage is not None:
+            self.set_incremental_state(incremental_state, "coverage", {"vector": coverage["vector"].index_select(0, new_order)})
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:
             return
         cache = {name: t.index_select(1, new_order) for name, t in cache.items()}  # (L, B', H, t, d)
         self.set_incremental_state(incremental_state, "cache", cache)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint trained without coverage loads into a decoder with it: its coverage
+        weights start at 0, where the copy attention is the checkpoint's own."""
+        key = f"{name}.coverage.weight" if name else "coverage.weight"
+        if self.coverage is not None and key not in state_dict:
+            state_dict[key] = torch.zeros_like(self.coverage.weight)
+        return super().upgrade_state_dict_named(state_dict, name)
 
     def max_positions(self):
         return self.max_target_positions

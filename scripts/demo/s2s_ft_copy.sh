@@ -11,6 +11,8 @@
 #   MODEL=s2s_ft_copy SOURCE_CORPUS=aclsum bash scripts/run_demo.sh   # one pair per paper
 #   MODEL=s2s_ft_copy DECODE_WORDS=any bash scripts/run_demo.sh   # decoding free to write any word
 #   SOURCE_CORPUS=/path/to/corpus bash scripts/run_demo.sh   # a {train,valid,test}.{source,target} folder
+#   MODEL=s2s_ft_copy NO_REPEAT_WORD=1 END_AT_SENTENCE=1 bash scripts/run_demo.sh   # word rules in decoding
+#   MODEL=s2s_ft_copy COVERAGE=1 bash scripts/run_demo.sh   # coverage (See et al. 2017) and its loss
 #
 # MiniLM reads BERT-uncased WordPieces, so the data are prepared with that vocabulary
 # (PREPARE: preprocess.prepare_wordpiece, into data/<SOURCE_CORPUS's name>_wp).
@@ -43,11 +45,22 @@ MAX_TARGET="${MAX_TARGET:-128}"
 if [[ "${SOURCE_CORPUS}" == aclsum* ]] && ! is_corpus_dir "${SOURCE_CORPUS}"; then
     LEAD_ARGS=(--aclsum test)              # LEAD-3 of the paper, ACLSum's own sentences
 fi                                         # else run_demo.sh's: the data's own test sources
+# levers of issue #26, off unless chosen on validation (benchmarks/aclsum_levers.sh screens them)
+NO_REPEAT_WORD="${NO_REPEAT_WORD:-0}"      # 1: never write a whole word twice in a row (--no-repeat-word)
+END_AT_SENTENCE="${END_AT_SENTENCE:-0}"    # 1: end each summary at its first sentence end (--end-at-sentence)
+COVERAGE="${COVERAGE:-0}"                  # 1: coverage on the copy attention and its loss (--coverage)
+COVERAGE_LOSS="${COVERAGE_LOSS:-1.0}"      # --coverage-loss-weight with COVERAGE=1
+INIT_FROM="${INIT_FROM:-}"                 # a checkpoint to train on top of (weights only), e.g. for COVERAGE=1
+RULE_ARGS=() RULE_KEYS=""
+if [[ "${NO_REPEAT_WORD}" == 1 ]]; then RULE_ARGS+=(--no-repeat-word); RULE_KEYS+=", \"no_repeat_word\": true"; fi
+if [[ "${END_AT_SENTENCE}" == 1 ]]; then RULE_ARGS+=(--end-at-sentence); RULE_KEYS+=", \"end_at_sentence\": true"; fi
+COVERAGE_ARGS=()
+if [[ "${COVERAGE}" == 1 ]]; then COVERAGE_ARGS=(--coverage --coverage-loss-weight "${COVERAGE_LOSS}"); fi
 TRAIN_ARGS=(
     --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
-    --init-from-hf "$(minilm_dir)"
+    --init-from-hf "$(minilm_dir)" ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"}
     --copy-heads "${COPY_HEADS:-12}" --s2s-method "${S2S_METHOD:-pseudo}" --target-mask-prob "${TARGET_MASK_PROB:-0.2}"
-    --criterion s2s_ft --label-smoothing 0.1
+    "${COVERAGE_ARGS[@]}" --criterion s2s_ft --label-smoothing 0.1
     --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01
     --lr "${LR:-2e-4}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP:-30}"
     --total-num-update "${TOTAL_UPDATES:-${MAX_UPDATE}}" --max-update "${MAX_UPDATE}"
@@ -58,12 +71,12 @@ TRAIN_ARGS=(
     --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates 1
     --no-last-checkpoints
 )
-EVAL_ROUGE_ARGS="{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3}"
+EVAL_ROUGE_ARGS="{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3${RULE_KEYS}}"
 GEN_ARGS=(
     --task s2s_ft_summarization --required-batch-size-multiple 1
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-a 0 --max-len-b "${MAX_LEN_B:-$((MAX_TARGET - 1))}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
     --decode-words "${DECODE_WORDS:-any}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"}
-    --decode-words-bigram-bonus "${BIGRAM_BONUS:-0}"
+    --decode-words-bigram-bonus "${BIGRAM_BONUS:-0}" "${RULE_ARGS[@]}"
     --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
 )

@@ -3,11 +3,13 @@
 Causal and pseudo-masked fine-tuning predict every target token; masked fine-tuning only the
 noised ones (the model returns them as ``extra["loss_mask"]``). The loss is fairseq's
 ``label_smoothed_nll_loss`` over those positions, normalized by their count (``sample_size``).
-The criterion passes ``target`` to the model, which masked fine-tuning needs.
+The criterion passes ``target`` to the model, which masked fine-tuning needs. With
+``--coverage-loss-weight`` (a model with ``--coverage``) it adds See et al.'s coverage loss,
+``weight * sum_i min(a_t,i, c_t,i)`` per predicted position (Eq. 13), to the loss.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fairseq import metrics, utils
 from fairseq.criterions import register_criterion
@@ -17,15 +19,29 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
     label_smoothed_nll_loss,
 )
 
+from fairseq_ext.modules.pointer_generator import coverage_loss
+
 
 @dataclass
 class S2SFTCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    pass
+    coverage_loss_weight: float = field(
+        default=0.0,
+        metadata={"help": "weight of the coverage loss (See et al. 2017, Eq. 13; the paper: 1.0) added to "
+                  "the loss at every predicted position; needs a model with --coverage; 0 = off"},
+    )
 
 
 @register_criterion("s2s_ft", dataclass=S2SFTCriterionConfig)
 class S2SFTCriterion(LabelSmoothedCrossEntropyCriterion):
-    """Label smoothing (``--label-smoothing``, 0.1 in the paper) on the predicted positions."""
+    """Label smoothing (``--label-smoothing``, 0.1 in the paper) on the predicted positions,
+    plus the coverage loss (``--coverage-loss-weight``)."""
+
+    def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
+                 coverage_loss_weight=0.0):
+        super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        if coverage_loss_weight < 0:
+            raise ValueError(f"--coverage-loss-weight must be >= 0, got {coverage_loss_weight}")
+        self.coverage_loss_weight = coverage_loss_weight
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"], target=sample["target"])
@@ -38,6 +54,15 @@ class S2SFTCriterion(LabelSmoothedCrossEntropyCriterion):
             lprobs.view(-1, lprobs.size(-1)), target.view(-1), self.eps, ignore_index=self.padding_idx, reduce=reduce
         )
         predicted = int(target.ne(self.padding_idx).sum())
+        coverage = None
+        if self.coverage_loss_weight > 0:
+            extra = net_output[1]
+            if "coverage" not in extra:
+                raise ValueError("--coverage-loss-weight needs a model with --coverage (and --copy-heads)")
+            per_step = coverage_loss(extra["attn"][0], extra["coverage"])  # (B, T)
+            coverage = per_step.masked_fill(target.eq(self.padding_idx), 0.0)
+            coverage = coverage.sum() if reduce else coverage
+            loss = loss + self.coverage_loss_weight * coverage
         sample_size = sample["target"].size(0) if self.sentence_avg else predicted
         logging_output = {
             "loss": loss.data,
@@ -47,6 +72,8 @@ class S2SFTCriterion(LabelSmoothedCrossEntropyCriterion):
             "nsentences": sample["target"].size(0),
             "sample_size": sample_size,
         }
+        if coverage is not None:
+            logging_output["coverage_loss"] = coverage.data
         if self.report_accuracy:
             keep = target.ne(self.padding_idx)
             logging_output["n_correct"] = int(lprobs.argmax(-1).eq(target).masked_select(keep).sum())
@@ -62,6 +89,9 @@ class S2SFTCriterion(LabelSmoothedCrossEntropyCriterion):
         metrics.log_scalar("loss", loss_sum / max(sample_size, 1) / math.log(2), sample_size, round=3)
         metrics.log_scalar("nll_loss", nll_loss_sum / max(npredicted, 1) / math.log(2), npredicted, round=3)
         metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["nll_loss"].avg))
+        if any("coverage_loss" in log for log in logging_outputs):
+            coverage_sum = sum(log.get("coverage_loss", 0) for log in logging_outputs)
+            metrics.log_scalar("coverage_loss", coverage_sum / max(npredicted, 1), npredicted, round=3)
         total = utils.item(sum(log.get("total", 0) for log in logging_outputs))
         if total > 0:
             metrics.log_scalar("total", total)

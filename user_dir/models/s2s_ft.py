@@ -76,6 +76,13 @@ class S2SFTConfig(FairseqDataclass):
         metadata={"help": "copy mechanism through an attention of its own (one head of this width, from the "
                   "output states over the source's) instead of the last layer's heads; 0 = off"},
     )
+    coverage: bool = field(
+        default=False,
+        metadata={"help": "coverage mechanism of the copy attention (See et al. 2017, Section 2.3): the sum of "
+                  "earlier steps' copy attention enters its scores through a learned weight per head, "
+                  "initialised at 0 so that a checkpoint trained without it loads and decodes unchanged; train "
+                  "with --coverage-loss-weight (criterion s2s_ft); needs --copy-heads or --copy-attention-dim"},
+    )
     init_from_hf: Optional[str] = field(
         default=None,
         metadata={"help": "HF BERT/RoBERTa directory (config.json, model.safetensors, vocab.txt) to start "
@@ -136,7 +143,7 @@ class S2SFTModel(S2SFTEncoderDecoder, InitFromPretrained):
         encoder = S2SFTEncoder(src_dict, body, prepend_bos=cfg.prepend_bos)
         decoder = S2SFTDecoder(
             tgt_dict, body, cfg.s2s_method, mask_index(tgt_dict), cfg.max_target_positions, cfg.copy_heads,
-            cfg.copy_attention_dim,
+            cfg.copy_attention_dim, coverage=cfg.coverage,
         )
         return cls(cfg, encoder, decoder, tgt_dict)
 

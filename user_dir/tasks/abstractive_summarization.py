@@ -44,7 +44,8 @@ from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.data.spm import load_spm
-from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words
+from fairseq_ext.modules.decoding_rules import decoding_rules
+from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words, with_rules
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
 from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
@@ -58,6 +59,8 @@ ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 TEXT_CODECS = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
 """The data's text codec, by file name, in the order it is looked for in each directory."""
 DECODE_WORDS_CHOICES = ChoiceEnum(["any", "source"])
+RULE_FLAGS = ("no_repeat_word", "end_at_sentence")
+"""Task flags that generation args may override (see ``build_generator``)."""
 
 
 @dataclass
@@ -126,6 +129,18 @@ class AbstractiveSummarizationConfig(TranslationConfig):
         default=0.0,
         metadata={"help": "with --decode-words source: added to the log-probability of a word that "
                   "follows the word before it somewhere in the source or --decode-words-file"},
+    )
+    no_repeat_word: bool = field(
+        default=False,
+        metadata={"help": "generation never writes a whole word twice in a row (WordPiece or sentencepiece "
+                  "words, not pieces); also a key of --eval-rouge-args and of the hub's generate; see "
+                  "fairseq_ext.modules.decoding_rules"},
+    )
+    end_at_sentence: bool = field(
+        default=False,
+        metadata={"help": "generation ends a hypothesis at its first sentence end: after a standalone '.', "
+                  "'?' or '!' (not after a number) only </s> may follow; also a key of --eval-rouge-args "
+                  "and of the hub's generate"},
     )
     seed: int = II("common.seed")
 
@@ -322,7 +337,10 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
     def build_generator(self, models, args, *rest, **kwargs):
         """fairseq's generator with n-gram blocking that works on CPU and the beam size told
         to the model at every size (see fairseq_fixes); with ``--decode-words source``, one that
-        writes only words of each source and of ``--decode-words-file``."""
+        writes only words of each source and of ``--decode-words-file``; with
+        ``--no-repeat-word`` / ``--end-at-sentence`` (task flags, or keys of the generation
+        ``args``, which win: ``--eval-rouge-args``, the hub), the word rules of
+        :mod:`fairseq_ext.modules.decoding_rules`."""
         generator = super().build_generator(models, args, *rest, **kwargs)
         generator = fix_decoder_beam_size(fix_ngram_blocking(generator))
         if self.cfg.decode_words != "source" and (self.cfg.decode_words_file or self.cfg.decode_words_bigram_bonus):
@@ -332,7 +350,23 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
             generator = constrain_words(
                 generator, self.tgt_dict, self.decode_words_extra, self.cfg.decode_words_bigram_bonus
             )
+        rules = decoding_rules(self.tgt_dict, **{name: self.generation_flag(args, name) for name in RULE_FLAGS})
+        if rules and isinstance(generator, SequenceGenerator):
+            generator = with_rules(generator, rules)
+        elif rules:
+            logger.warning(f"{type(generator).__name__} is not beam search: --no-repeat-word and "
+                           "--end-at-sentence are ignored")
         return generator
+
+    def generation_flag(self, args, name):
+        """A rule flag of one generation: the generation args' own value when they have one
+        (a key of --eval-rouge-args, of the hub's generate), else the task's flag."""
+        value = getattr(args, name, None) if args is not None else None
+        if value is None:
+            return getattr(self.cfg, name)
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return value
 
     @cached_property
     def decode_words_extra(self):
