@@ -42,7 +42,7 @@ import re
 import torch
 
 from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
-from .renamed_flags import upgrade_checkpoint_config
+from .renamed_flags import add_new_fields, upgrade_checkpoint_config
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +191,8 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     if state.get("cfg") is not None:
         state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
     upgrade_checkpoint_config(state, path)
+    if state.get("cfg") is not None:
+        add_new_fields(state["cfg"], path)
     if state.get("args") is not None and arg_overrides is not None:
         for name, value in arg_overrides.items():
             setattr(state["args"], name, value)

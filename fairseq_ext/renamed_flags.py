@@ -7,7 +7,9 @@ saved before a rename would then fail on the unknown field (dataclass configs) o
 model whose architecture function fills missing options (``zcodepp``), be rebuilt with the
 default instead of its own value. :func:`upgrade_checkpoint_config` maps every old name of
 :data:`RENAMED_FLAGS` to its new one, in the config section of the task or model that owned
-it; :func:`fairseq_ext.checkpoint.load_checkpoint_to_cpu` applies it to every checkpoint read.
+it; :func:`fairseq_ext.checkpoint.load_checkpoint_to_cpu` applies it to every checkpoint read,
+and :func:`add_new_fields` gives the checkpoint's sections the options added after it was saved,
+at their defaults.
 
 The old names were ambiguous: ``--mask-ratio`` was the fraction of tokens masked in
 ProphetNet's pre-training (0.15) and the share of noised tokens that become the mask symbol in
@@ -129,3 +131,43 @@ def upgrade_checkpoint_config(state, path="checkpoint"):
     if renamed:
         logger.info(f"{path}: renamed flags of an older version: {', '.join(renamed)}")
     return renamed
+
+
+def add_new_fields(cfg, path="checkpoint"):
+    """Give ``cfg.task``, ``cfg.model`` and ``cfg.criterion`` (in place) every field of their
+    registered dataclass that they lack, at its default: an option added after a checkpoint was
+    saved (e.g. ``--coverage``) reads as the behaviour the checkpoint was trained with. Fields
+    whose default refers to another field (``II(...)``) or that have none are left out. Returns
+    the dotted names added."""
+    import dataclasses
+
+    from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
+    from fairseq.models import MODEL_DATACLASS_REGISTRY
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    registries = {"task": TASK_DATACLASS_REGISTRY, "model": MODEL_DATACLASS_REGISTRY,
+                  "criterion": CRITERION_DATACLASS_REGISTRY}  # fmt: skip
+    added = []
+    for kind, registry in registries.items():
+        section = cfg.get(kind)
+        name = _get(section, "_name") if section is not None and hasattr(section, "keys") else None
+        if kind == "model" and name is not None:  # an architecture's name: its model's dataclass
+            name = next((owner for owner in model_owners(name) if owner in registry), name)
+        if name not in registry:
+            continue
+        for field in dataclasses.fields(registry[name]):
+            if field.name in section or field.name.startswith("_"):
+                continue
+            if field.default is not dataclasses.MISSING:
+                default = field.default
+            elif field.default_factory is not dataclasses.MISSING:
+                default = field.default_factory()
+            else:
+                continue
+            if isinstance(default, str) and "${" in default:
+                continue
+            section[field.name] = default
+            added.append(f"cfg.{kind}.{field.name}")
+    if added:
+        logger.info(f"{path}: options added since it was saved, at their defaults: {', '.join(added)}")
+    return added

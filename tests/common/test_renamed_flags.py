@@ -160,3 +160,24 @@ def test_old_prophetnet_pretraining_checkpoint_keeps_its_masking(tmp_path):
     model, cfg, task = load(path)
     assert cfg.model.relative_buckets == 8 and same_weights(model, built)
     assert (task.cfg.mask_prob, task.cfg.random_token_prob, task.cfg.leave_unmasked_prob) == (0.2, 0.05, 0.15)
+
+
+def test_options_added_after_a_checkpoint_was_saved_read_as_their_defaults():
+    """A checkpoint saved before ``--coverage``, ``--no-repeat-word`` and
+    ``--coverage-loss-weight`` existed: its sections get them at their defaults (the
+    behaviour it was trained with), its own values stay, and fields whose default refers to
+    another field are left to fairseq."""
+    from fairseq_ext.renamed_flags import add_new_fields
+
+    cfg = OmegaConf.create({
+        "model": {"_name": "s2s_ft_tiny", "copy_heads": 2, "layers": 2},
+        "task": {"_name": "s2s_ft_summarization", "data": "bin"},
+        "criterion": {"_name": "s2s_ft", "label_smoothing": 0.1},
+    })
+    added = add_new_fields(cfg, "old.pt")
+    assert {"cfg.model.coverage", "cfg.task.no_repeat_word", "cfg.criterion.coverage_loss_weight"} <= set(added)
+    assert cfg.model.coverage is False and cfg.task.no_repeat_word is False
+    assert cfg.criterion.coverage_loss_weight == 0.0
+    assert cfg.model.copy_heads == 2 and cfg.model.layers == 2 and cfg.task.data == "bin"
+    assert not any("${" in str(v) for section in cfg.values() for v in section.values())
+    assert add_new_fields(cfg) == []  # nothing left to add
