@@ -11,8 +11,10 @@ processes, and processes it spawns import it again before they build a trainer.
 """
 
 from fairseq_ext import fairseq_fixes as _fairseq_fixes
+from fairseq_ext.allocator import keep_freed_memory as _keep_freed_memory
 
 _fairseq_fixes.install()
+_keep_freed_memory()  # decoding's per-step buffers stay in the heap (fairseq_ext/allocator.py)
 
 from . import criterions, models, tasks  # noqa: E402,F401  (registration side effects)
 from .hub import SummarizationHubInterface, from_pretrained  # noqa: E402,F401
