@@ -21,6 +21,11 @@
 #                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes
 #   write_args_txt DIR FLAG...         DIR/args.txt: the model flags a later stage reads (as above)
 #   if_set ARRAY FLAG VALUE            ARRAY=(FLAG VALUE) when VALUE is not empty, else ARRAY=()
+#   generate_in_shards OUT SHARDS ARGS...
+#                                      fairseq-generate ARGS in SHARDS processes of one torch thread
+#                                      each (every SHARDS-th batch: fairseq's --distributed-world-size
+#                                      and --distributed-rank, no process group), outputs joined in
+#                                      OUT, their logs in OUT.log; fails naming the log if one fails
 #   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
 #                                      H: pieces; T: references), text only, in input order
 #   rouge HYP REF SAVE_TO              files2rouge (one document a line), the report also in SAVE_TO
@@ -116,6 +121,33 @@ if_set() {
     if [[ -n "$3" ]]; then
         __array=("$2" "$3")
     fi
+}
+
+generate_in_shards() {
+    local out="$1" shards="$2" shard pid status=0
+    shift 2
+    local pids=()
+    : > "${out}.log"
+    for ((shard = 0; shard < shards; shard++)); do
+        OMP_NUM_THREADS=1 fairseq-generate "$@" --distributed-world-size "${shards}" --distributed-rank "${shard}" \
+            > "${out}.${shard}" 2> "${out}.${shard}.log" &
+        pids+=("$!")
+    done
+    for pid in "${pids[@]}"; do
+        wait "${pid}" || status=$?
+    done
+    for ((shard = 0; shard < shards; shard++)); do
+        cat "${out}.${shard}.log" >> "${out}.log"
+        rm -f "${out}.${shard}.log"
+    done
+    if (( status != 0 )); then
+        echo "fairseq-generate failed (exit ${status}): see ${out}.log" >&2
+        return "${status}"
+    fi
+    for ((shard = 0; shard < shards; shard++)); do
+        cat "${out}.${shard}"
+        rm -f "${out}.${shard}"
+    done > "${out}"
 }
 
 hypotheses() {

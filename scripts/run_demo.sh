@@ -58,9 +58,11 @@ if [[ -z "${WORK:-}" ]]; then
     fi
 fi
 STOP_HOURS="${STOP_HOURS:-0.12}"
-# torch threads per process: 1 by default, steady on a shared machine (two threads spinning
-# against other jobs ran fairseq-train several times slower here)
-export OMP_NUM_THREADS="${THREADS:-1}"
+# the cores it has: fairseq-train with THREADS torch threads, the test set decoded by SHARDS
+# processes of one thread each (THREADS=1 SHARDS=1 on a machine shared with other jobs)
+CORES="$(nproc)"
+export OMP_NUM_THREADS="${THREADS:-${CORES}}"
+SHARDS="${SHARDS:-${CORES}}"
 # a fresh run folder: nothing an earlier run left (its checkpoint_best.pt above all) can be reported
 if [[ -d "${WORK}" && -n "$(ls -A "${WORK}")" ]]; then
     if [[ ! -e "${WORK}/train.log" && ! -e "${WORK}/checkpoints" ]]; then
@@ -74,7 +76,7 @@ fi
 mkdir -p "${WORK}"
 start=$(date +%s)
 
-echo "== [1/4] preparing ${CORPUS} -> ${DATA_DIR}"
+echo "== [1/4] preparing ${CORPUS} -> ${DATA_DIR} (at $(( $(date +%s) - start )) s)"
 if [[ -z "${PREPARE+set}" ]]; then
     PREPARE=(preprocess.prepare --vocab-size "${VOCAB_SIZE}")
 fi
@@ -100,7 +102,7 @@ EVAL_ROUGE_ARGS="${EVAL_ROUGE_ARGS:-{\"beam\": 1, \"min_len\": 40, \"max_len_b\"
 TRAIN_ARGS+=(--eval-rouge --eval-rouge-args "${EVAL_ROUGE_ARGS}"
              --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric)
 
-echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h)"
+echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h) (at $(( $(date +%s) - start )) s)"
 BEST="${WORK}/checkpoints/checkpoint_best.pt"
 status=0
 fairseq-train "${DATA_DIR}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
@@ -123,12 +125,18 @@ fi
 updates="$(python -c 'import sys; from fairseq_ext.checkpoint import safe_load
 print(safe_load(sys.argv[1])["optimizer_history"][-1]["num_updates"])' "${BEST}")"
 echo "   model: ${BEST}, saved by this run at update ${updates}"
+# a time budget that ended training changes the model: said in the results, not only in the log
+CUT=""
+if grep -q "Stopping training due to cumulative_training_time" "${WORK}/train.log"; then
+    CUT="; training stopped by STOP_HOURS=${STOP_HOURS} before its last update"
+    echo "   note: training stopped by the time budget (STOP_HOURS=${STOP_HOURS}), not by its update count" >&2
+fi
 
-echo "== [3/4] fairseq-generate on the test set"
-fairseq-generate "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
-    --gen-subset test --batch-size 16 --num-workers 0 "${GEN_ARGS[@]}" \
-    --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model" \
-    > "${WORK}/generate-test.txt"
+echo "== [3/4] fairseq-generate on the test set (${SHARDS} processes) (at $(( $(date +%s) - start )) s)"
+generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
+    "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
+    --gen-subset test --batch-size 8 --num-workers 0 "${GEN_ARGS[@]}" \
+    --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model"
 hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
 # the references: one document a line (per-aspect targets joined, as the summaries are)
 python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA_DIR}/raw/test.target" "${WORK}/test.ref"
@@ -145,14 +153,14 @@ if [[ -z "${LEAD_ARGS+set}" ]]; then
 fi
 python -m fairseq_ext.rouge.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 
-echo "== [4/4] files2rouge"
+echo "== [4/4] files2rouge (at $(( $(date +%s) - start )) s)"
 rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
 rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     --summaries "${MODEL}=${WORK}/test.hyp" --summaries "LEAD-3=${WORK}/lead3.hyp" --references "${WORK}/test.ref" \
     | tee "${WORK}/results.md"
-echo "${MODEL}: ${BEST}, update ${updates}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
+echo "${MODEL}: ${BEST}, update ${updates}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training-minutes.png" --title "${MODEL}" --x minutes
-echo "done in $(( $(date +%s) - start )) s; outputs in ${WORK}/"
+echo "done in $(( $(date +%s) - start )) s (${OMP_NUM_THREADS} training threads, ${SHARDS} decoding processes); outputs in ${WORK}/"
