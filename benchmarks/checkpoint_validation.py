@@ -1,4 +1,4 @@
-"""The cost of validating a checkpoint's configuration (fairseq_ext/config_schema.py) when fairseq
+"""The cost of validating a checkpoint's configuration (fairseq_ext/compat/config_schema.py) when fairseq
 loads a base-size checkpoint.
 
 Builds a BART-base-size model of the plugin (``bart_summ`` layout, fairseq's ``bart_base``
@@ -26,8 +26,8 @@ from fairseq.models.bart import BARTModel, bart_base_architecture
 from omegaconf import OmegaConf
 
 import user_dir  # noqa: F401  (registers the plugin, installs its loader)
-from fairseq_ext import checkpoint
-from fairseq_ext.config_schema import validate_checkpoint_config
+from fairseq_ext.compat import checkpoint
+from fairseq_ext.compat.config_schema import validate_checkpoint_config
 
 VOCAB = 50265
 

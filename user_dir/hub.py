@@ -24,7 +24,7 @@ from collections.abc import Mapping, Set as AbstractSet
 from fairseq import hub_utils
 
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
-from fairseq_ext.fairseq_fixes import data_dir_message
+from fairseq_ext.compat.flags import data_dir_message
 
 from .tasks.abstractive_summarization import AbstractiveSummarizationTask
 

@@ -10,7 +10,7 @@ its key map.
     python -m fairseq_ext.convert zcodepp --hf-dir DIR --out OUT         # HF DeBERTa-v2/v3 encoder
 
 * :mod:`.read`: a local Hugging Face folder or a fairseq checkpoint, through
-  :func:`fairseq_ext.checkpoint.safe_load` (nothing downloaded, no code run from a file);
+  :func:`fairseq_ext.compat.checkpoint.safe_load` (nothing downloaded, no code run from a file);
 * :mod:`.validate`: the refusal, by field, of configs the converted model would not compute;
 * :mod:`.embeddings`: the one rule for token-embedding rows (the dictionary decides);
 * :mod:`.write`: the output, ``OUT/model.pt`` (a fairseq checkpoint), ``OUT/args.txt``,

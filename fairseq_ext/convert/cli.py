@@ -9,7 +9,7 @@ import importlib
 import logging
 import sys
 
-from ..checkpoint import CheckpointError
+from ..compat.checkpoint import CheckpointError
 from .validate import ConversionError
 
 #: family -> what it converts (the order of ``--help``)

@@ -1,6 +1,6 @@
 """Reading what the converters convert: a local Hugging Face model folder or a fairseq checkpoint.
 
-Every weight file goes through :func:`fairseq_ext.checkpoint.safe_load`, the repository's one
+Every weight file goes through :func:`fairseq_ext.compat.checkpoint.safe_load`, the repository's one
 low-level loader (``safetensors`` without pickle, or ``torch.load`` with ``weights_only=True``),
 so a crafted file is refused with an error naming it; nothing is downloaded.
 """
@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checkpoint import CorruptCheckpointError, safe_load
+from ..compat.checkpoint import CorruptCheckpointError, safe_load
 from .validate import Config, ConversionError, check_hf_types
 
 logger = logging.getLogger(__name__)

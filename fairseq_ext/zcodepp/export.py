@@ -15,7 +15,7 @@ import logging
 import torch
 from omegaconf import OmegaConf
 
-from fairseq_ext import checkpoint as safe_checkpoint
+from fairseq_ext.compat import checkpoint as safe_checkpoint
 
 from .gdes import fold_gdes_state_dict
 

@@ -1,5 +1,5 @@
 """Model archives through fairseq's ``from_pretrained`` with the plugin loaded: every member is
-checked before any is written (fairseq_ext/archives.py). Crafted ``.tar.gz`` files (``..``,
+checked before any is written (fairseq_ext/compat/archives.py). Crafted ``.tar.gz`` files (``..``,
 absolute names, a symlink and then a write through it, hard links, devices, FIFOs) are refused
 naming the archive and the member, and nothing lands outside; a good archive loads; a URL is
 never fetched."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import user_dir  # noqa: F401  (installs the fixes, as --user-dir does)
-from fairseq_ext.archives import UnsafeArchiveError, extract_archive
+from fairseq_ext.compat.archives import UnsafeArchiveError, extract_archive
 
 
 def _add(archive, name, data=b"x", kind=tarfile.REGTYPE, linkname=""):

@@ -23,8 +23,8 @@ from crafted import (
     save,
     system_payload,
 )
-from fairseq_ext import checkpoint
-from fairseq_ext.checkpoint import (
+from fairseq_ext.compat import checkpoint
+from fairseq_ext.compat.checkpoint import (
     BARE_LOAD_FIELDS,
     EVAL_FIELDS,
     MODEL_EVAL_FIELDS,
@@ -179,7 +179,7 @@ def test_the_variable_cannot_turn_the_guard_off(tmp_path, monkeypatch, caplog):
     assert marker.exists()
     marker.unlink()
 
-    with caplog.at_level(logging.WARNING, logger="fairseq_ext.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="fairseq_ext.compat.checkpoint"):
         for load in (safe_load, LOADERS["fairseq.load_checkpoint_to_cpu"]):
             with pytest.raises(UntrustedCheckpointError, match="posix.system"):
                 load(path)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from crafted import as_legacy, eval_payload, place_in_cfg, place_pickle, popen_payload, save, system_payload
-from fairseq_ext.checkpoint import NO_WEIGHTS_ONLY_VARIABLE, CheckpointError
+from fairseq_ext.compat.checkpoint import NO_WEIGHTS_ONLY_VARIABLE, CheckpointError
 from harness import USER_DIR, generate, interactive, train, training_args
 
 ARCH = "bart_summ_tiny"

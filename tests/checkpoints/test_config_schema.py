@@ -1,4 +1,4 @@
-"""A checkpoint's configuration is validated as data (fairseq_ext/config_schema.py): a property-
+"""A checkpoint's configuration is validated as data (fairseq_ext/compat/config_schema.py): a property-
 based fuzzer builds hostile configurations (interpolations nested and spliced, type confusion,
 unknown names, URLs, long texts, code) at any field of ``cfg`` or legacy ``args`` and checks
 that each is refused naming the file and the field, and that a payload never runs, even when
@@ -17,8 +17,8 @@ from omegaconf import OmegaConf
 
 import user_dir  # noqa: F401  (registers the plugin, installs the loader)
 from crafted import save
-from fairseq_ext.checkpoint import UntrustedCheckpointError, load_checkpoint_to_cpu
-from fairseq_ext.config_schema import MAX_TEXT, ConfigRefused, conforms, text_problem, validate_checkpoint_config
+from fairseq_ext.compat.checkpoint import UntrustedCheckpointError, load_checkpoint_to_cpu
+from fairseq_ext.compat.config_schema import MAX_TEXT, ConfigRefused, conforms, text_problem, validate_checkpoint_config
 
 SOURCE = "/models/evil.pt"
 SENTINEL_VARIABLE = "FAIRSEQ_EXT_TEST_SENTINEL"

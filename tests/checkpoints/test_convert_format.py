@@ -25,7 +25,7 @@ from transformers import (
 )
 
 import user_dir
-from fairseq_ext.checkpoint import safe_load
+from fairseq_ext.compat.checkpoint import safe_load
 from fairseq_ext.convert import cli
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict
 from fairseq_ext.convert.validate import ConversionError

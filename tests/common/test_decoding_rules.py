@@ -9,7 +9,7 @@ import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_ext.fairseq_fixes import fix_decoder_beam_size
+from fairseq_ext.compat.generation import fix_decoder_beam_size
 from fairseq_ext.modules.decoding_rules import EndAtSentence, NoRepeatWord, StatelessRule, decoding_rules
 from fairseq_ext.modules.word_constraint import constrain_words, split_words, with_rules, word_starts
 from toys import toy_dictionary

@@ -8,7 +8,7 @@ from fairseq import options
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
 import user_dir  # noqa: F401  (registers the plugin and installs its fixes)
-from fairseq_ext.fairseq_fixes import data_dir_message, unknown_arch_message
+from fairseq_ext.compat.flags import data_dir_message, unknown_arch_message
 
 
 def _dictionary(folder):

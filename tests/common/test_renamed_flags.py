@@ -1,4 +1,4 @@
-"""Renamed flags (fairseq_ext/renamed_flags.py): every new name is a flag of its owner and the
+"""Renamed flags (fairseq_ext/compat/renamed_flags.py): every new name is a flag of its owner and the
 old one is gone; checkpoints saved under the old names load with their own values, through
 fairseq's loader (the hub, fairseq-generate), for each family that renamed a flag."""
 
@@ -13,7 +13,7 @@ from fairseq.tasks import TASK_REGISTRY
 from omegaconf import OmegaConf
 
 import user_dir  # noqa: F401  (registers the owners; installs the checkpoint loader, as --user-dir does)
-from fairseq_ext.renamed_flags import RENAMED_FLAGS, upgrade_checkpoint_config
+from fairseq_ext.compat.renamed_flags import RENAMED_FLAGS, upgrade_checkpoint_config
 from harness import USER_DIR
 
 WORDS = 30
@@ -167,7 +167,7 @@ def test_options_added_after_a_checkpoint_was_saved_read_as_their_defaults():
     ``--coverage-loss-weight`` existed: its sections get them at their defaults (the
     behaviour it was trained with), its own values stay, and fields whose default refers to
     another field are left to fairseq."""
-    from fairseq_ext.renamed_flags import add_new_fields
+    from fairseq_ext.compat.renamed_flags import add_new_fields
 
     cfg = OmegaConf.create({
         "model": {"_name": "s2s_ft_tiny", "copy_heads": 2, "layers": 2},

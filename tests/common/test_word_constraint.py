@@ -13,7 +13,7 @@ from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq_cli import generate as generate_cli
 
-from fairseq_ext.fairseq_fixes import fix_decoder_beam_size, fix_ngram_blocking
+from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.modules.word_constraint import (
     LEFT_OUT, WordConstraint, WordTrie, constrain_words, split_words, word_starts,
 )

@@ -33,7 +33,7 @@ def run_demo(work, **variables):
 
 
 def updates_of(checkpoint):
-    from fairseq_ext.checkpoint import safe_load
+    from fairseq_ext.compat.checkpoint import safe_load
 
     return safe_load(checkpoint)["optimizer_history"][-1]["num_updates"]
 

@@ -216,7 +216,7 @@ def test_criterion_equals_label_smoothed_cross_entropy_on_predicted_positions():
 @pytest.mark.parametrize("method", ["causal", "pseudo"])
 def test_ngram_blocking_works_on_cpu(method):
     """A model that always prefers one token: with the fixed blocker, no trigram repeats."""
-    from fairseq_ext.fairseq_fixes import fix_ngram_blocking
+    from fairseq_ext.compat.generation import fix_ngram_blocking
 
     model, d = make_model(method, seed=3)
     model.encoder.body.lm_head.bias.data[d.nspecial + 6] = 20.0  # the favourite token

@@ -1,5 +1,5 @@
 """The fairseq 0.12.3 fixes for distributed training and bf16 (entries of
-:data:`fairseq_ext.fairseq_fixes.FIXES`), one by one, each against fairseq's own function (kept as
+:data:`fairseq_ext.compat.FIXES`), one by one, each against fairseq's own function (kept as
 ``__wrapped__``) to show the failure it removes. Whole training runs are in
 ``tests/training/test_distributed_e2e.py``."""
 
@@ -16,7 +16,8 @@ from fairseq.models import distributed_fairseq_model
 from torch import nn
 
 import user_dir  # noqa: F401  (installs the fixes, as --user-dir does)
-from fairseq_ext import fairseq_fixes
+from fairseq_ext import compat
+from fairseq_ext.compat.distributed import TORCHRUN_VARIABLES
 from harness import REPO, USER_DIR
 
 TORCHRUN_ENV = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}
@@ -35,7 +36,7 @@ def _cfg(*flags):
 
 @pytest.fixture
 def no_launcher_env(monkeypatch):
-    for name in (*fairseq_fixes.TORCHRUN_VARIABLES, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"):
+    for name in (*TORCHRUN_VARIABLES, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -49,14 +50,16 @@ def gloo_group(tmp_path):
 
 
 def test_install_is_idempotent_and_every_fix_is_in_place():
-    fairseq_fixes.install()
-    fairseq_fixes.install()
-    layers = fairseq_fixes.replacement_layers
-    assert layers(distributed_utils.call_main) == ["gloo_on_cpu", "cpu_spawn"]  # gloo is chosen before a spawn
-    assert layers(distributed_utils.infer_init_method) == ["torchrun_launch"]
-    assert layers(distributed_utils.all_gather_list) == ["all_gather_list_on_cpu"]
-    assert layers(distributed_fairseq_model.DistributedDataParallel) == ["cpu_ddp"]
-    assert layers(options.parse_args_and_arch) == ["newcomer_errors", "bf16_without_tpu"]
+    compat.install()
+    compat.install()
+    for value in (distributed_utils.call_main, distributed_utils.infer_init_method, distributed_utils.all_gather_list,
+                  distributed_fairseq_model.DistributedDataParallel, options.parse_args_and_arch):
+        assert not hasattr(compat.original(value), "_fairseq_ext_fix")  # one wrapper, over fairseq's own
+    assert distributed_utils.call_main._fairseq_ext_fix == "cpu_launch"
+    assert distributed_utils.infer_init_method._fairseq_ext_fix == "torchrun_launch"
+    assert distributed_utils.all_gather_list._fairseq_ext_fix == "all_gather_list_on_cpu"
+    assert distributed_fairseq_model.DistributedDataParallel._fairseq_ext_fix == "cpu_ddp"
+    assert options.parse_args_and_arch._fairseq_ext_fix == "argument_checks"
 
 
 @pytest.mark.e2e  # runs Python processes
@@ -73,7 +76,7 @@ def test_fixes_are_in_place_before_fairseq_parses_and_launches():
         "d.infer_init_method._fairseq_ext_fix)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["newcomer_errors", "gloo_on_cpu", "torchrun_launch"]
+    assert out.stdout.split() == ["argument_checks", "cpu_launch", "torchrun_launch"]
 
 
 # ----------------------------------------------------------------------------- 3. torchrun
@@ -115,7 +118,7 @@ def test_cpu_run_gets_gloo(no_launcher_env):
     distributed_utils.call_main(_cfg("--cpu"), lambda cfg: seen.append(cfg.distributed_training.distributed_backend))
     assert seen == ["gloo"]
     stock = []
-    distributed_utils.call_main.__wrapped__.__wrapped__(
+    distributed_utils.call_main.__wrapped__(
         _cfg("--cpu"), lambda cfg: stock.append(cfg.distributed_training.distributed_backend)
     )
     assert stock == ["nccl"]  # what fairseq would hand to init_process_group on a CPU build
@@ -124,7 +127,7 @@ def test_cpu_run_gets_gloo(no_launcher_env):
 def test_cpu_spawn_launches_world_size_processes(no_launcher_env):
     if torch.cuda.device_count() == 0:
         with pytest.raises(AssertionError, match="world size is 2 but have 0 available devices"):
-            distributed_utils.call_main.__wrapped__.__wrapped__(_cfg("--cpu", "--distributed-world-size", "2"), print)
+            distributed_utils.call_main.__wrapped__(_cfg("--cpu", "--distributed-world-size", "2"), print)
     calls = []
     no_launcher_env.setattr(torch.multiprocessing, "spawn", lambda **kwargs: calls.append(kwargs))
     distributed_utils.call_main(_cfg("--cpu", "--distributed-world-size", "2"), print)
@@ -139,7 +142,7 @@ def test_cpu_spawn_launches_world_size_processes(no_launcher_env):
 def test_cpu_init_method_without_no_spawn_is_refused_not_silently_skipped(no_launcher_env):
     flags = ("--cpu", "--distributed-world-size", "2", "--distributed-init-method", "tcp://localhost:29999")
     ran = []
-    distributed_utils.call_main.__wrapped__.__wrapped__(_cfg(*flags), ran.append)
+    distributed_utils.call_main.__wrapped__(_cfg(*flags), ran.append)
     assert ran == []  # fairseq spawned min(0 GPUs, 2) = 0 processes and returned: nothing trained
     with pytest.raises(ValueError, match="--distributed-no-spawn"):
         distributed_utils.call_main(_cfg(*flags), ran.append)
@@ -178,7 +181,7 @@ def test_bf16_does_not_turn_on_tpu():
     parser = options.get_training_parser()
     argv = ["/no/data", "--user-dir", USER_DIR, "--task", "abstractive_summarization", "--arch", "bart_summ_tiny",
             "--max-tokens", "100", "--bf16", "--cpu"]  # fmt: skip
-    assert fairseq_fixes.original(options.parse_args_and_arch)(parser, argv).tpu  # fairseq: --bf16 implies --tpu
+    assert compat.original(options.parse_args_and_arch)(parser, argv).tpu  # fairseq: --bf16 implies --tpu
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     assert args.bf16 and not args.tpu
     assert options.parse_args_and_arch(options.get_training_parser(), argv + ["--tpu"]).tpu  # asked for

@@ -14,8 +14,9 @@ from fairseq.data import data_utils
 from fairseq.ngram_repeat_block import NGramRepeatBlock
 
 import user_dir  # noqa: F401  (installs the fixes, keep_last_batch included, as --user-dir does)
-from fairseq_ext import fairseq_fixes
-from fairseq_ext.fairseq_fixes import FIXES, PROCESS_WIDE, PrefixNGramRepeatBlock, fix_ngram_blocking
+from fairseq_ext import compat
+from fairseq_ext.compat.fixes import FIXES, PROCESS_WIDE, AllowlistFix
+from fairseq_ext.compat.generation import PrefixNGramRepeatBlock, fix_ngram_blocking
 from harness import REPO
 
 PAD = 1
@@ -87,8 +88,8 @@ def _same_state(a, b):
 @pytest.fixture
 def bare_fairseq():
     """fairseq without any fix for the test, the process as it was afterwards."""
-    with fairseq_fixes.unchanged():
-        fairseq_fixes.uninstall()
+    with compat.unchanged():
+        compat.uninstall()
         assert not any(fix.is_applied() for fix in PROCESS_WIDE)
         yield _state()
 
@@ -98,7 +99,7 @@ def test_every_entry_says_what_why_on_which_fairseq_and_how_it_is_applied():
     for fix in FIXES:
         assert fix.fixes and fix.why and "0.12.3" in fix.fairseq and fix.applied_by
         if fix.process_wide:
-            assert fix.applied_by == "install()" and (fix.target is None) == isinstance(fix, fairseq_fixes.AllowlistFix)
+            assert fix.applied_by == "install()" and (fix.target is None) == isinstance(fix, AllowlistFix)
         else:
             assert callable(fix.function) and fix.target is None
             with pytest.raises(TypeError, match="per task"):
@@ -118,43 +119,42 @@ def test_each_fix_applied_then_undone_restores_fairseqs_own_object(fix, bare_fai
     assert _same_state(_state(), bare_fairseq)
 
 
-def test_undo_keeps_the_fixes_stacked_above(bare_fairseq):
+def test_one_wrapper_per_fairseq_attribute_undone_by_one_swap(bare_fairseq):
+    targets = [fix.target for fix in PROCESS_WIDE if fix.target]
+    assert len(targets) == len(set(targets))
     from fairseq.distributed import utils as distributed_utils
 
     stock = distributed_utils.call_main
-    spawn, gloo = fairseq_fixes.FIXES_BY_NAME["cpu_spawn"], fairseq_fixes.FIXES_BY_NAME["gloo_on_cpu"]
-    spawn.apply()
-    gloo.apply()
-    assert fairseq_fixes.replacement_layers(distributed_utils.call_main) == ["gloo_on_cpu", "cpu_spawn"]
-    spawn.undo()
-    assert fairseq_fixes.replacement_layers(distributed_utils.call_main) == ["gloo_on_cpu"]
-    assert fairseq_fixes.original(distributed_utils.call_main) is stock
-    gloo.undo()
+    launch = compat.FIXES_BY_NAME["cpu_launch"]
+    launch.apply()
+    assert distributed_utils.call_main._fairseq_ext_fix == "cpu_launch"
+    assert compat.original(distributed_utils.call_main) is stock
+    launch.undo()
     assert distributed_utils.call_main is stock
 
 
 def test_install_is_idempotent_and_uninstall_restores_everything(bare_fairseq):
-    fairseq_fixes.install()
+    compat.install()
     installed = _state()
     assert all(fix.is_applied() for fix in PROCESS_WIDE)
-    fairseq_fixes.install()
+    compat.install()
     assert _same_state(_state(), installed)
-    fairseq_fixes.uninstall()
+    compat.uninstall()
     assert _same_state(_state(), bare_fairseq)
 
 
 def test_applied_puts_every_fix_in_place_for_a_block_only(bare_fairseq):
-    with fairseq_fixes.applied():
+    with compat.applied():
         assert all(fix.is_applied() for fix in PROCESS_WIDE)
     assert _same_state(_state(), bare_fairseq)
 
 
 def test_unchanged_restores_the_very_objects(bare_fairseq):
-    fairseq_fixes.install()
+    compat.install()
     installed = _state()
-    with fairseq_fixes.unchanged():
-        fairseq_fixes.uninstall()
-        fairseq_fixes.FIXES_BY_NAME["gloo_on_cpu"].apply()
+    with compat.unchanged():
+        compat.uninstall()
+        compat.FIXES_BY_NAME["cpu_launch"].apply()
     assert _same_state(_state(), installed)
 
 
@@ -165,10 +165,10 @@ for package in (fairseq_ext, preprocess):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         if not module.name.endswith(".__main__"):  # a command, not a module to import
             importlib.import_module(module.name)
-from fairseq_ext import fairseq_fixes
-print("applied after importing the library:", [f.name for f in fairseq_fixes.PROCESS_WIDE if f.is_applied()])
+from fairseq_ext import compat
+print("applied after importing the library:", [f.name for f in compat.PROCESS_WIDE if f.is_applied()])
 import user_dir
-print("applied after importing the plugin:", len([f for f in fairseq_fixes.PROCESS_WIDE if f.is_applied()]))
+print("applied after importing the plugin:", len([f for f in compat.PROCESS_WIDE if f.is_applied()]))
 """
 
 
@@ -183,7 +183,7 @@ def test_importing_the_library_installs_nothing_importing_the_plugin_installs_al
 CONVERT_PROPHETNET = """
 import sys, torch
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
-from fairseq_ext import fairseq_fixes
+from fairseq_ext import compat
 from fairseq_ext.convert.cli import main as convert
 tokens = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30)]
 hf, out = sys.argv[1], sys.argv[2]
@@ -195,7 +195,7 @@ config = ProphetNetConfig(vocab_size=len(tokens), hidden_size=32, encoder_ffn_di
     eos_token_id=4, decoder_start_token_id=4)
 ProphetNetForConditionalGeneration(config).save_pretrained(hf)
 convert(["prophetnet", "--hf-dir", hf, "--out", out])
-print("applied after converting:", [f.name for f in fairseq_fixes.PROCESS_WIDE if f.is_applied()])
+print("applied after converting:", [f.name for f in compat.PROCESS_WIDE if f.is_applied()])
 state = torch.load(out + "/model.pt", weights_only=False)
 print("relative_buckets:", state["args"].relative_buckets)
 """
@@ -213,12 +213,12 @@ def test_the_converter_leaves_no_fix_behind(tmp_path):
 def test_safe_load_leaves_the_allowlist_alone(tmp_path, bare_fairseq):
     """Without the plugin it allows fairseq's types for its own read only; with the plugin
     installed they stay allowed for every torch.load."""
-    from fairseq_ext.checkpoint import safe_load
+    from fairseq_ext.compat.checkpoint import safe_load
 
     path = tmp_path / "ns.pt"
     torch.save({"args": argparse.Namespace(a=1)}, path)
     assert safe_load(path)["args"].a == 1
     assert argparse.Namespace not in torch.serialization.get_safe_globals()
-    with fairseq_fixes.applied():
+    with compat.applied():
         assert safe_load(path)["args"].a == 1
         assert torch.load(path, weights_only=True)["args"].a == 1

@@ -24,7 +24,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.data.language_pair_dataset import collate
 
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, scorer_mask_input, select_hardest_spans
-from fairseq_ext.checkpoint import safe_load
+from fairseq_ext.compat.checkpoint import safe_load
 from fairseq_ext.noising.spans import corrupt_spans
 
 logger = logging.getLogger(__name__)

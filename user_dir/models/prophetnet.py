@@ -20,7 +20,7 @@ from fairseq.utils import get_available_activation_fns
 from omegaconf import II
 from torch import nn
 
-from fairseq_ext.fairseq_fixes import add_dataclass_args
+from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.modules.table_rows import keep_leading_rows
 from fairseq_ext.modules.transformer_config import transformer_config
 from fairseq_ext.prophetnet.decoder import NgramDecoder

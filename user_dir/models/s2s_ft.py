@@ -15,7 +15,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model, register_model_architecture
 from omegaconf import II
 
-from fairseq_ext.fairseq_fixes import add_dataclass_args
+from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.convert.s2s_ft import load_pretrained
 from fairseq_ext.s2s_ft.model import METHODS, S2SFTDecoder, S2SFTEncoder, S2SFTEncoderDecoder, mask_index
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer, S2SFTTransformerConfig

@@ -19,7 +19,7 @@ from fairseq.tasks import FairseqTask
 from omegaconf import II
 
 from fairseq_ext.data.binarized import check_binarized
-from fairseq_ext.fairseq_fixes import add_dataclass_args
+from fairseq_ext.compat.flags import add_dataclass_args
 
 from ._batch_seed import BatchSeededTrainStep
 

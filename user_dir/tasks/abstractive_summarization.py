@@ -41,7 +41,8 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 from omegaconf import II
 
 from fairseq_ext.data.binarized import check_pair
-from fairseq_ext.fairseq_fixes import add_dataclass_args, fix_decoder_beam_size, fix_ngram_blocking
+from fairseq_ext.compat.flags import add_dataclass_args
+from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.data.spm import load_spm
 from fairseq_ext.modules.decoding_rules import decoding_rules
@@ -336,7 +337,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
 
     def build_generator(self, models, args, *rest, **kwargs):
         """fairseq's generator with n-gram blocking that works on CPU and the beam size told
-        to the model at every size (see fairseq_fixes); with ``--decode-words source``, one that
+        to the model at every size (see fairseq_ext.compat.generation); with ``--decode-words source``, one that
         writes only words of each source and of ``--decode-words-file``; with
         ``--no-repeat-word`` / ``--end-at-sentence`` (task flags, or keys of the generation
         ``args``, which win: ``--eval-rouge-args``, the hub), the word rules of

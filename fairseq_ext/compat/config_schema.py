@@ -308,8 +308,7 @@ def _preview(value, limit=80):
 # ------------------------------------------------------------------ registries
 def _ensure_registered():
     """fairseq's components are registered on import; the plugin's by importing ``user_dir``
-    (under :func:`fairseq_ext.fairseq_fixes.unchanged`, so a converter gains its names but
-    none of its fixes)."""
+    (under :func:`.fixes.unchanged`, so a converter gains its names but none of its fixes)."""
     import fairseq.criterions  # noqa: F401
     import fairseq.models  # noqa: F401
     import fairseq.optim  # noqa: F401
@@ -319,9 +318,9 @@ def _ensure_registered():
     from fairseq.data import encoders  # noqa: F401
 
     if "user_dir" not in sys.modules:
-        from . import fairseq_fixes
+        from . import fixes
 
-        with fairseq_fixes.unchanged():
+        with fixes.unchanged():
             import user_dir  # noqa: F401
 
 

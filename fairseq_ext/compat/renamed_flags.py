@@ -7,7 +7,7 @@ saved before a rename would then fail on the unknown field (dataclass configs) o
 model whose architecture function fills missing options (``zcodepp``), be rebuilt with the
 default instead of its own value. :func:`upgrade_checkpoint_config` maps every old name of
 :data:`RENAMED_FLAGS` to its new one, in the config section of the task or model that owned
-it; :func:`fairseq_ext.checkpoint.load_checkpoint_to_cpu` applies it to every checkpoint read,
+it; :func:`fairseq_ext.compat.checkpoint.load_checkpoint_to_cpu` applies it to every checkpoint read,
 and :func:`add_new_fields` gives the checkpoint's sections the options added after it was saved,
 at their defaults.
 

@@ -6,7 +6,9 @@ runs ``tarfile.extractall`` on the archive as it is: a member named ``../x`` or 
 symlink followed by a write through it, a hard link or a device lands anywhere the user can
 write. :func:`extract_archive` checks every member before it writes any, then extracts with
 Python's ``filter="data"`` as a second line. The archive itself is left in place (fairseq
-deleted it and moved the extracted folder to its name).
+deleted it and moved the extracted folder to its name). :func:`safe_archive_loading` and
+:func:`local_files_only` are the wrappers the fixes table puts in place of fairseq's
+``load_archive_file`` and ``cached_path``: no URL is fetched while loading.
 
 ==================  ===========================================================
 a member may be      a regular file or a directory
@@ -16,10 +18,13 @@ refused              symlinks and hard links (wherever they point), devices,
 ==================  ===========================================================
 """
 
+import functools
 import os
 import tarfile
 import tempfile
 from pathlib import PurePosixPath
+
+from .config_schema import is_remote
 
 
 class UnsafeArchiveError(ValueError):
@@ -71,3 +76,38 @@ def extract_archive(path, destination=None):
         if os.path.isdir(top):
             return top
     return destination
+
+
+def safe_archive_loading(load_archive_file):
+    """Wrap ``file_utils.load_archive_file`` (what ``hub_utils.from_pretrained`` calls on the
+    model and data paths): a folder is used as it is, a tar archive is extracted by
+    :func:`extract_archive` (every member checked first; the archive kept), a URL is refused
+    (loading never touches the network)."""
+
+    @functools.wraps(load_archive_file)
+    def wrapped(archive_file):
+        path = os.fspath(archive_file)
+        if is_remote(path):
+            raise ValueError(f"refusing to fetch {path}: loading a model never touches the network "
+                             "(download it yourself and give the local path)")
+        if os.path.isdir(path):
+            return path
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"model or data path not found: {path}")
+        return extract_archive(path)
+
+    return wrapped
+
+
+def local_files_only(cached_path):
+    """Wrap ``file_utils.cached_path`` (how fairseq's BPEs and archives resolve a file name):
+    a URL or remote path is refused, naming it; a local path is returned as fairseq does."""
+
+    @functools.wraps(cached_path)
+    def wrapped(url_or_filename, cache_dir=None):
+        if is_remote(url_or_filename):
+            raise ValueError(f"refusing to fetch {url_or_filename}: loading never touches the network "
+                             "(give a local file)")
+        return cached_path(url_or_filename, cache_dir)
+
+    return wrapped

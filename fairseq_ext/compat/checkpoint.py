@@ -1,0 +1,352 @@
+"""Safe checkpoint loading for fairseq on torch >= 2.6: no code runs from a checkpoint.
+
+torch 2.6 made ``torch.load`` default to ``weights_only=True``. fairseq 0.12 pickles its
+legacy ``argparse.Namespace`` into every checkpoint (``cfg.model`` and ``args``), so stock
+fairseq can no longer resume training, run ``fairseq-generate`` or load hub models.
+
+:func:`safe_load` is the one function through which the repository reads a checkpoint or
+a Hugging Face weight file. It
+
+* reads with ``weights_only=True`` passed explicitly, so ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``
+  cannot turn it off (it is ignored, with a warning once), and allowlists exactly the extra
+  type fairseq checkpoints hold (measured: tensors, builtin containers,
+  ``collections.OrderedDict`` and ``argparse.Namespace``); a pickle naming anything else is
+  refused with :class:`UntrustedCheckpointError` naming the file and the real global;
+* reads ``.safetensors`` files with ``safetensors`` (no pickle at all);
+* refuses, before any model is built, a checkpoint whose ``cfg``/``args`` are not what a
+  configuration may be (:mod:`.config_schema`: data only, no interpolation, no URL, inert text,
+  registered names, each field of its declared type), and one whose ``cfg``/``args`` hold
+  anything but a plain literal in a field that fairseq 0.12.3 passes to ``eval()`` while it builds a
+  model, task or optimizer (:data:`EVAL_FIELDS`, :data:`MODEL_EVAL_FIELDS`): a file made only
+  of allowed data could otherwise still run code;
+* turns a truncated or corrupt file into :class:`CorruptCheckpointError` naming the file.
+
+The fairseq fixes table (:data:`fairseq_ext.compat.fixes.FIXES`, installed when the plugin is
+imported) puts :func:`load_checkpoint_to_cpu` and :func:`load_ema_from_checkpoint` in place of
+fairseq's, so fairseq-train/-generate/-interactive, resume, ``--finetune-from-model`` and the
+hub read through :func:`safe_load`, and allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` for
+every ``torch.load`` of the process. docs/security.md lists the fairseq ``eval()`` sites and
+what is trusted. Nothing here changes fairseq or torch: :func:`safe_load` allows fairseq's
+types for its own read only.
+"""
+
+import _compat_pickle
+import argparse
+import ast
+import collections
+import logging
+import os
+import pickle
+import re
+
+import torch
+
+from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
+from .renamed_flags import add_new_fields, upgrade_checkpoint_config
+
+logger = logging.getLogger(__name__)
+
+#: The globals a fairseq checkpoint holds beyond torch's default ``weights_only`` allowlist.
+FAIRSEQ_CHECKPOINT_GLOBALS = (argparse.Namespace,)
+
+#: Config fields whose stored value fairseq 0.12.3 passes to ``eval()`` (directly or through
+#: ``utils.eval_str_list``/``eval_str_dict``/``eval_bool``), whatever the model: checked at
+#: every depth of ``cfg`` and ``args``. The sites are listed in docs/security.md.
+EVAL_FIELDS = frozenset({
+    "adaptive_softmax_cutoff",  # transformer decoder, lstm, lstm_lm, lightconv, fconv_lm, model parallel
+    "adaptive_input_cutoff",  # transformer_lm, lightconv_lm
+    "character_filters",  # transformer_lm, lightconv_lm
+    "xformers_att_config", "encoder_xformers_att_config",  # MultiheadAttention
+    "conv_feature_layers",  # wav2vec, wav2vec2, hubert, multires_hubert, s2t_wav_transformer
+    "conv_aggregator_layers",  # wav2vec
+    "override_encoder_layers",  # multires_hubert
+    "left_pad_source", "left_pad_target",  # multilingual_translation, multi_simple_epoch, backtranslation
+    "adam_betas", "adamax_betas", "lamb_betas", "adafactor_eps",  # optimizers
+    "wer_args",  # ctc criterion
+    "feature_encoder_spec",  # raw audio dataset
+    "pipeline_balance", "pipeline_devices",  # pipeline model parallel
+    "pipeline_encoder_balance", "pipeline_encoder_devices",
+    "pipeline_decoder_balance", "pipeline_decoder_devices",
+})
+
+#: Fields with common names (other models store free text under them, e.g. BART-LS's
+#: ``encoder_attention="block"``) that only these fairseq models ``eval()``: checked in a
+#: config node whose ``arch``/``_name`` selects one of them (or a subclass).
+MODEL_EVAL_FIELDS = {
+    "fairseq.models.fconv.FConvModel": ("encoder_layers", "decoder_layers", "decoder_attention"),
+    "fairseq.models.fconv_lm.FConvLanguageModel": ("decoder_layers", "decoder_attention"),
+    "fairseq.models.fconv_self_att.FConvModelSelfAtt": (
+        "pretrained", "encoder_layers", "encoder_attention", "decoder_layers", "decoder_attention",
+        "self_attention", "project_input", "gated_attention", "downsample",
+    ),
+    "fairseq.models.lstm.LSTMModel": ("decoder_attention",),
+}
+
+#: Fields naming another checkpoint that fairseq reads with its own bare ``torch.load``
+#: (which the environment variable switches to full pickle), outside :func:`safe_load`.
+BARE_LOAD_FIELDS = frozenset({"load_pretrained_decoder_from"})  # xm_transformer.build_model
+
+#: torch's switch that turns ``weights_only`` off where a caller does not pass it.
+NO_WEIGHTS_ONLY_VARIABLE = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
+
+_warned_about_variable = False
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be loaded; the message names the file and the reason."""
+
+
+class UntrustedCheckpointError(CheckpointError):
+    """The checkpoint would import or call something, or holds code for fairseq to ``eval()``."""
+
+
+class CorruptCheckpointError(CheckpointError):
+    """The checkpoint is truncated, corrupt, or not a torch checkpoint at all."""
+
+
+def safe_load(path, map_location="cpu"):
+    """Read the checkpoint or weight file ``path`` without running code from it.
+
+    ``.safetensors`` files are read by ``safetensors``; anything else by ``torch.load`` with
+    ``weights_only=True`` and fairseq's types allowed. A fairseq state whose ``cfg``/``args``
+    would make fairseq ``eval()`` more than a literal is refused (:func:`check_eval_fields`).
+    Every failure is a :class:`CheckpointError` (or ``FileNotFoundError``) naming ``path``.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"checkpoint not found (no such file): {path}")
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(path, device=str(map_location))
+        except Exception as exc:
+            raise _corrupt(path, exc) from exc
+    _warn_if_variable_set()
+    try:
+        # only the types not allowed yet: torch's context removes on exit everything it was given
+        missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
+        with torch.serialization.safe_globals(missing):
+            state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:
+        raise _loading_error(path, exc) from exc
+    check_eval_fields(state, path)
+    check_config(state, path)
+    return state
+
+
+def check_config(state, path):
+    """Refuse ``state`` (read from ``path``) unless its ``cfg`` and ``args`` are what a
+    configuration may be (:func:`fairseq_ext.compat.config_schema.validate_checkpoint_config`):
+    raises :class:`UntrustedCheckpointError` naming the file and each refused field."""
+    try:
+        validate_checkpoint_config(state, path)
+    except ConfigRefused as err:
+        raise UntrustedCheckpointError(str(err)) from None
+
+
+def check_eval_fields(state, path):
+    """Refuse ``state`` (read from ``path``) if a field fairseq ``eval()``s holds more than a
+    literal: raises :class:`UntrustedCheckpointError` naming the file and each field's dotted
+    path (``cfg.model.adaptive_softmax_cutoff``, ``args.decoder_layers``)."""
+    if not isinstance(state, dict):
+        return
+    bad = [(where, value) for key in ("args", "cfg") for where, value in _unsafe_fields(state.get(key), key)]
+    if not bad:
+        return
+    listed = "; ".join(f"{where} = {_preview(value)}" for where, value in bad)
+    bare = [where for where, _ in bad if where.rpartition(".")[2] in BARE_LOAD_FIELDS]
+    raise UntrustedCheckpointError(
+        f"refusing to load checkpoint {path}: {listed}. fairseq passes these fields to eval() "
+        "while it builds the model, task or optimizer, so anything but a plain literal "
+        "(a number, string, list, tuple or dict of them) could run code"
+        + (f"; {', '.join(bare)} names a file fairseq would unpickle outside the safe loader" if bare else "")
+        + ". See docs/security.md."
+    )
+
+
+def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+    """fairseq's ``checkpoint_utils.load_checkpoint_to_cpu`` reading through :func:`safe_load`.
+
+    The same state as fairseq 0.12.3 returns (``arg_overrides`` applied, ``cfg`` as a
+    DictConfig, legacy checkpoints upgraded), with the flags this repository renamed since
+    the checkpoint was saved under their new names (:mod:`.renamed_flags`);
+    ``load_on_all_ranks`` only mattered for remote files, which fairseq copies to a local
+    path first, as here.
+    """
+    from fairseq import checkpoint_utils
+    from fairseq.dataclass.utils import overwrite_args_by_name
+    from fairseq.file_io import PathManager
+    from omegaconf import OmegaConf
+
+    local_path = PathManager.get_local_path(path)
+    state = safe_load(local_path)
+    if arg_overrides:
+        try:
+            validate_values(dict(arg_overrides), "arg_overrides", f"the overrides for {path}")
+        except ConfigRefused as err:
+            raise UntrustedCheckpointError(str(err)) from None
+    if not isinstance(state, dict) or not {"model", "cfg", "args"} & set(state):
+        raise CorruptCheckpointError(f"{path} is not a fairseq checkpoint (no model, cfg or args in it)")
+    if state.get("cfg") is not None:
+        state["cfg"] = OmegaConf.create(state["cfg"], flags={"allow_objects": True})
+    upgrade_checkpoint_config(state, path)
+    if state.get("cfg") is not None:
+        add_new_fields(state["cfg"], path)
+    if state.get("args") is not None and arg_overrides is not None:
+        for name, value in arg_overrides.items():
+            setattr(state["args"], name, value)
+    if state.get("cfg") is not None:
+        if arg_overrides is not None:
+            overwrite_args_by_name(state["cfg"], arg_overrides)
+    return checkpoint_utils._upgrade_state_dict(state)
+
+
+def load_ema_from_checkpoint(path):
+    """fairseq's ``checkpoint_utils.load_ema_from_checkpoint`` (``--ema-seed-model``) reading
+    through :func:`safe_load`: the state with its EMA weights (fp16 made fp32) as ``model``."""
+    state = safe_load(path)
+    ema = state["extra_state"]["ema"]
+    if not ema:
+        raise ValueError(f"{path} holds no EMA weights (extra_state.ema is empty)")
+    state["model"] = collections.OrderedDict(
+        (name, param.float() if param.dtype == torch.half else param.clone()) for name, param in ema.items()
+    )
+    return state
+
+
+def _warn_if_variable_set():
+    global _warned_about_variable
+    if _warned_about_variable or os.environ.get(NO_WEIGHTS_ONLY_VARIABLE, "0").lower() not in ("1", "y", "yes", "true"):
+        return
+    _warned_about_variable = True
+    logger.warning(
+        f"{NO_WEIGHTS_ONLY_VARIABLE} is set: ignored for checkpoint loading (fairseq_ext reads "
+        "checkpoints with weights_only=True and fairseq's types allowlisted, so it is not needed). "
+        "Other torch.load calls in this process still obey it: unset it."
+    )
+
+
+def _unsafe_fields(root, root_name):
+    """``(dotted path, value)`` of every field under ``root`` (nested dicts, Namespaces, lists)
+    that fairseq would ``eval()`` or load outside :func:`safe_load`, holding a non-literal."""
+    found, seen, stack = [], set(), [(root, root_name)]
+    while stack:  # iterative: a pickle can nest deeply or refer to itself
+        node, where = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, argparse.Namespace):
+            node = vars(node)
+        if isinstance(node, dict):
+            eval_fields = EVAL_FIELDS | _model_eval_fields(node)
+            for key, value in node.items():
+                at = f"{where}.{key}"
+                if key in eval_fields and not _is_literal(value):
+                    found.append((at, value))
+                elif key in BARE_LOAD_FIELDS and value:
+                    found.append((at, value))
+                else:
+                    stack.append((value, at))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node))
+    return sorted(found, key=lambda item: item[0])
+
+
+def _model_eval_fields(node):
+    """The :data:`MODEL_EVAL_FIELDS` of the fairseq model that ``node``'s ``arch``/``_name`` selects."""
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+
+    fields = set()
+    for key in ("arch", "_name"):
+        name = node.get(key)
+        if not isinstance(name, str):
+            continue
+        model = ARCH_MODEL_REGISTRY.get(name) or MODEL_REGISTRY.get(name)
+        for cls in getattr(model, "__mro__", ()):
+            fields.update(MODEL_EVAL_FIELDS.get(f"{cls.__module__}.{cls.__qualname__}", ()))
+    return frozenset(fields)
+
+
+def _is_literal(value):
+    """Whether ``eval(value)`` can only build data: non-text values are not evaluated (fairseq
+    only evals ``str``), bytes never belong there, text must be a Python literal (or empty)."""
+    if isinstance(value, (bytes, bytearray)):
+        return False
+    if not isinstance(value, str) or not value.strip():
+        return True
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _preview(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _real_global(name):
+    """``commands.Popen`` -> ``subprocess.Popen``: torch writes protocol-2 pickles, where
+    Python renames modules to their Python 2 names (and maps them back on load)."""
+    module, _, attr = name.rpartition(".")
+    if (module, attr) in _compat_pickle.NAME_MAPPING:
+        module, attr = _compat_pickle.NAME_MAPPING[(module, attr)]
+    elif module in _compat_pickle.IMPORT_MAPPING:
+        module = _compat_pickle.IMPORT_MAPPING[module]
+    return f"{module}.{attr}" if module else attr
+
+
+def _unsafe_globals(path, message):
+    """The real names of the globals in ``path`` that torch's unpickler refuses: all of them
+    for a zip checkpoint, the first one (from torch's message) for the legacy format."""
+    allowed = {f"{t.__module__}.{t.__qualname__}" for t in FAIRSEQ_CHECKPOINT_GLOBALS}
+    try:
+        names = [n for n in torch.serialization.get_unsafe_globals_in_checkpoint(path) if n not in allowed]
+    except Exception:  # the legacy format gives no listing
+        names = []
+    names = names or re.findall(r"GLOBAL (\S+)", message)
+    return sorted({_real_global(n) for n in names})
+
+
+# what torch's weights_only unpickler says when a pickle asks for more than data
+_REFUSALS = ("GLOBAL ", "unrecognized function", "Can only create new object", "Can only build")
+
+
+def _loading_error(path, exc):
+    """The :class:`CheckpointError` for ``exc``, raised by ``torch.load(path, weights_only=True)``."""
+    message = str(exc)
+    if isinstance(exc, RuntimeError) and "TorchScript archives" in message:
+        return UntrustedCheckpointError(
+            f"refusing to load {path}: it is a TorchScript archive (a program, not a checkpoint)"
+        )
+    if isinstance(exc, pickle.UnpicklingError) and any(r in message for r in _REFUSALS):
+        names = _unsafe_globals(path, message)
+        listed = ", ".join(names) if names else "something other than tensors and plain data"
+        return UntrustedCheckpointError(
+            f"refusing to load checkpoint {path}: its pickle would import {listed}, "
+            "which a fairseq checkpoint never holds and which could run code. "
+            "If you made this file yourself and trust it, add the type with "
+            "torch.serialization.add_safe_globals([...]) before loading."
+        )
+    return _corrupt(path, exc)
+
+
+def _corrupt(path, exc):
+    reason = _reason(exc)
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    return CorruptCheckpointError(
+        f"checkpoint {path} ({size} bytes) is truncated or corrupt and cannot be read "
+        f"({type(exc).__name__}{': ' + reason if reason else ''}). "
+        "Use another checkpoint (e.g. checkpoint_best.pt or an earlier checkpointN.pt)."
+    )
+
+
+def _reason(exc):
+    """The cause in ``exc``'s message, without torch's advice about ``weights_only``."""
+    message = str(exc).split("WeightsUnpickler error:")[-1]
+    lines = [line.strip() for line in message.splitlines()]
+    useful = [line for line in lines if line and "weights_only" not in line and "Weights only" not in line
+              and "documentation" not in line]
+    return useful[0] if useful else ""
