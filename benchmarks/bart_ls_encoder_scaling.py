@@ -3,12 +3,13 @@
 For each input length (default 1K..16K tokens) and each encoder -- ``full`` (fairseq BART's
 encoder as it runs on this stack: torch picks a fused, memory-efficient attention kernel),
 ``full_math`` (the same encoder forced onto torch's plain kernel, which materializes the
-``T x T`` scores as fairseq's own attention code does), ``block``, ``overlapping``, ``global`` and ``pooled`` (block + pooling in the top
-layers) from ``bart_ls``, and HF ``LEDForConditionalGeneration``'s encoder with a 1,024 window
-at the same sizes -- it runs ``--repeats`` inference forwards of one sequence and records the
-best wall time and the peak memory of the forward (CUDA allocator peak on a GPU; on CPU the
-growth of the peak resident set, each measurement in a fresh process). Prints a markdown table with ratios
-to full attention at the same length and to the same encoder at the shortest length.
+``T x T`` scores as fairseq's own attention code does), ``block``, ``overlapping``, ``global``
+and ``pooled`` (block + pooling in the top layers) from ``bart_ls``, and HF
+``LEDForConditionalGeneration``'s encoder with a 1,024 window at the same sizes -- it runs
+``--repeats`` inference forwards of one sequence and records the best wall time and the peak
+memory of the forward (CUDA allocator peak on a GPU; on CPU the growth of the peak resident set,
+each measurement in a fresh process). Prints a markdown table with ratios to full attention at
+the same length and to the same encoder at the shortest length.
 
     OMP_NUM_THREADS=2 python -m benchmarks.bart_ls_encoder_scaling --lengths 1024 2048 4096 8192 16384
 """
@@ -39,10 +40,10 @@ def peak_rss_bytes():
 
 
 def build_fairseq_encoder(mechanism, args, max_len):
-    import user_dir  # noqa: F401
     from fairseq.data import Dictionary
     from fairseq.models.bart.model import BARTModel
 
+    import user_dir  # noqa: F401
     from user_dir.models.bart_ls import BartLSModel, bart_ls_base_architecture
 
     dictionary = Dictionary()
@@ -173,7 +174,8 @@ def main(argv=None):
 
     print(f"\ndevice {device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"{args.layers} layers x {args.dim} wide, {args.heads} heads, block/window {args.block_size}\n")
-    print("| encoder | tokens | time ms | peak MiB | time / full | mem / full | time / LED | time / own shortest | mem / own shortest |")
+    print("| encoder | tokens | time ms | peak MiB | time / full | mem / full | time / LED "
+          "| time / own shortest | mem / own shortest |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     shortest = min(args.lengths)
     for length in args.lengths:

@@ -7,7 +7,9 @@ import argparse
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("prophetnet", "bart_ls", "zcodepp", "long_inputs", "s2s_ft", "transformer_sm", "distributed", "aclsum_summaries")
+ORDER = (
+    "prophetnet", "bart_ls", "zcodepp", "long_inputs", "s2s_ft", "transformer_sm", "distributed", "aclsum_summaries",
+)
 
 
 def demote(markdown):

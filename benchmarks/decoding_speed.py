@@ -113,7 +113,8 @@ def main():
     print(f"checkpoint {args.checkpoint}, {args.subset} of {args.data}"
           f"{f' (first {args.limit_pairs} pairs)' if args.limit_pairs else ''}, beam 8, one thread;"
           f" baseline {args.baseline}\n")  # fmt: skip
-    print("| decoding | code | pairs/s | wall (s) | user (s) | sys (s) | sys share | peak (GB) | speed-up | same hypotheses |")
+    print("| decoding | code | pairs/s | wall (s) | user (s) | sys (s) | sys share | peak (GB) | speed-up "
+          "| same hypotheses |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     try:
         for variant in args.variants:

@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import statistics
-import subprocess
 import sys
 import time
 from argparse import Namespace
@@ -203,7 +202,9 @@ def child(args, kind, *values):
 
 
 def memory_cell(point):
-    return f"> {point['killed_at_mib']:.0f} (did not fit under the cap)" if "killed_at_mib" in point else f"{point['peak_mib']:.0f}"
+    if "killed_at_mib" in point:
+        return f"> {point['killed_at_mib']:.0f} (did not fit under the cap)"
+    return f"{point['peak_mib']:.0f}"
 
 
 def run_fie(args):
@@ -219,7 +220,10 @@ def run_fie(args):
         full = child(args, "fie", length, 0, *shape)
         fits = "killed_at_mib" not in full
         time_ratio = f"{chunked['seconds'] / full['seconds']:.2f}" if fits else "-"
-        memory_ratio = f"{chunked['peak_mib'] / full['peak_mib']:.3f}" if fits else f"< {chunked['peak_mib'] / full['killed_at_mib']:.3f}"
+        if fits:
+            memory_ratio = f"{chunked['peak_mib'] / full['peak_mib']:.3f}"
+        else:
+            memory_ratio = f"< {chunked['peak_mib'] / full['killed_at_mib']:.3f}"
         full_seconds = f"{full['seconds']:.2f}" if fits else "-"
         print(f"| {length} | {full_seconds} | {chunked['seconds']:.2f} | {time_ratio} | {memory_cell(full)} | "
               f"{chunked['peak_mib']:.0f} | {memory_ratio} |", flush=True)
@@ -236,7 +240,8 @@ def run_train(args):
         plain = child(args, "train", family, args.train_length, 0)
         checkpointed = child(args, "train", family, args.train_length, 1)
         for flag, point in (("no", plain), ("yes", checkpointed)):
-            ratio = "-" if "killed_at_mib" in point or "killed_at_mib" in plain else f"{point['peak_mib'] / plain['peak_mib']:.2f}"
+            killed = "killed_at_mib" in point or "killed_at_mib" in plain
+            ratio = "-" if killed else f"{point['peak_mib'] / plain['peak_mib']:.2f}"
             seconds = f"{point['seconds']:.0f}" if "seconds" in point else "-"
             print(f"| {family} | {flag} | {seconds} | {memory_cell(point)} | {ratio} |", flush=True)
 

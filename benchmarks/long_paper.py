@@ -97,6 +97,13 @@ def run(cmd, args, log):
     return result, time.time() - start, cap
 
 
+def outcome(succeeded, result, cap):
+    """A table cell: yes, killed above the memory cap, or failed."""
+    if succeeded:
+        return "yes"
+    return f"killed above {int(cap)} MiB" if result["killed"] else "failed"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="working directory (overwritten)")
@@ -111,7 +118,8 @@ def main(argv=None):
     tokens = source_tokens(data)
     positions = str(tokens + 8)
     print(f"paper: ACLSum {paper[0]} #{paper[1]}, {len(paper[2].split())} whitespace tokens, {tokens} subword "
-          f"tokens (dictionary of {dictionary_size(data)} symbols, --vocab-size {args.vocab_size}); load {open('/proc/loadavg').read().split()[:3]}\n")
+          f"tokens (dictionary of {dictionary_size(data)} symbols, --vocab-size {args.vocab_size}); "
+          f"load {open('/proc/loadavg').read().split()[:3]}\n")
     print("| run | train update | train peak MiB | train s | generate | generate peak MiB | generate s |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
     summary = {}
@@ -127,16 +135,14 @@ def main(argv=None):
                  "--required-batch-size-multiple", "1", "--disable-validation", "--seed", "1"]
         trained, train_s, cap = run(train, args, args.out / f"{name}.train.log")
         updated = trained["returncode"] == 0 and updates(save / "checkpoint_last.pt") == 1
-        cells = [f"{'yes' if updated else ('killed above ' + str(int(cap)) + ' MiB' if trained['killed'] else 'failed')}",
-                 f"{trained['maxrss_mib']:.0f}", f"{train_s:.0f}"]
+        cells = [outcome(updated, trained, cap), f"{trained['maxrss_mib']:.0f}", f"{train_s:.0f}"]
         if updated:
             generate = [str(BIN / "fairseq-generate"), str(data), *common, "--path", str(save / "checkpoint_last.pt"),
                         "--gen-subset", "test", "--beam", "2", "--max-len-b", "10", "--batch-size", "1",
                         "--no-progress-bar"]
             generated, generate_s, cap = run(generate, args, args.out / f"{name}.generate.log")
             hypothesis = re.search(r"^H-0\t", generated["stdout"], flags=re.M) is not None
-            cells += [f"{'yes' if hypothesis else ('killed above ' + str(int(cap)) + ' MiB' if generated['killed'] else 'failed')}",
-                      f"{generated['maxrss_mib']:.0f}", f"{generate_s:.0f}"]
+            cells += [outcome(hypothesis, generated, cap), f"{generated['maxrss_mib']:.0f}", f"{generate_s:.0f}"]
         else:
             cells += ["-", "-", "-"]
         summary[name] = cells

@@ -5,8 +5,9 @@ and against HF DeBERTa-v2's DisentangledSelfAttention (Z-Code++ issue, "Measure"
 
 All three modules get the same width, heads and input and do the same work (q/k/v and output
 projections: HF's module is followed by its output dense layer); the DA modules the same
-relative table (256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best times (of --repeats) and the
-ratios against vanilla attention and against HF, all measured in this run.
+relative table (256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best
+times (of --repeats) and the ratios against vanilla attention and against HF, all measured in
+this run.
 """
 
 import argparse
@@ -19,7 +20,6 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 
 from fairseq_ext.modules.relative_position import deberta_distance_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
-
 
 # cpu: this process's CPU time, fair on a shared machine; wall: elapsed time, for a dedicated one
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}

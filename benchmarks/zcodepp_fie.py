@@ -21,7 +21,6 @@ from argparse import Namespace
 
 import torch
 
-
 # cpu: this process's CPU time, fair on a shared machine; wall: elapsed time, for a dedicated one
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
@@ -86,7 +85,8 @@ def main(argv=None):
     print(f"encoder forward, 1 x T tokens, {args.layers} layers, width {args.dim}, {args.heads} heads, "
           f"FiE chunk {args.chunk} (last layer global), {torch.get_num_threads()} threads, "
           f"{args.clock} time, best of {args.repeats}\n")
-    print(f"| tokens | full {args.clock} s | FiE {args.clock} s | FiE / full time | full peak MiB | FiE peak MiB | FiE / full memory |")
+    print(f"| tokens | full {args.clock} s | FiE {args.clock} s | FiE / full time | full peak MiB | FiE peak MiB "
+          "| FiE / full memory |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for length in args.lengths:
         full, fie = point(length, 0), point(length, args.chunk)

@@ -42,8 +42,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_collection_modifyitems(items):
     """The slowest first, so that two processes (scripts/test.sh: ``-n 2 --dist loadscope``, one
     module or docs page a unit) finish together: the docs pages (the one that starts the most
-    fairseq processes first, by :data:`COMMAND_WEIGHTS`), then the modules with end-to-end tests, then the rest; a unit's tests stay
-    together and in order."""
+    fairseq processes first, by :data:`COMMAND_WEIGHTS`), then the modules with end-to-end tests,
+    then the rest; a unit's tests stay together and in order."""
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("e2e")}
     commands = {}  # docs page class -> commands its blocks start
     for item in items:

@@ -1,13 +1,9 @@
 """The fairseq face of the plugin: ``--user-dir user_dir`` imports this package.
 
-Importing it applies the process-wide fairseq 0.12.3 fixes of the table
-:data:`fairseq_ext.compat.FIXES` (checkpoints load under torch's ``weights_only=True``
-through the guarded loader, their configuration validated as data; archives extracted member
-by member; no fetch while loading; invalid UTF-8 on fairseq-interactive's input repaired; the dropped last batch; torchrun, spawn, gloo and DDP on CPU;
-frozen modules under DDP; ``--bf16`` without ``--tpu``; resuming distributed runs), and
-registers the tasks, criterions, models and architectures below. This is the one place that
-installs the fixes. fairseq-train imports this package before it parses arguments or starts
-processes, and processes it spawns import it again before they build a trainer.
+Importing it installs the fairseq 0.12.3 fixes (:mod:`fairseq_ext.compat`; nothing else installs
+them) and registers the tasks, criterions, models and architectures below. fairseq-train imports
+it before it parses arguments or starts processes; processes it spawns import it again before
+they build a trainer.
 """
 
 from fairseq_ext import compat as _compat

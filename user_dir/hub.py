@@ -19,12 +19,13 @@ cleaning, a beam of 0, a missing directory or text codec) is refused with an err
 import logging
 import numbers
 import os
-from collections.abc import Mapping, Set as AbstractSet
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from fairseq import hub_utils
 
-from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
 from fairseq_ext.compat.flags import data_dir_message
+from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
 
 from .tasks.abstractive_summarization import AbstractiveSummarizationTask
 

@@ -185,8 +185,9 @@ class BlockSparseSelfAttention(nn.Module):
     (``query`` (T, B, C), ``key_padding_mask`` (B, T) with ``True`` at padding) and returns
     ``(out, None)``. Any length works: every row's real tokens are moved to the front
     (:func:`~fairseq_ext.modules.alignment.real_tokens_first`) and padded to a block multiple
-    here, so the output at real tokens does not depend on how much padding the batch carries. With ``pooling`` (a :class:`~.pooling.PooledAttention`) the
-    pooled attention over this module's output is added to it (the paper's Figure 1).
+    here, so the output at real tokens does not depend on how much padding the batch carries.
+    With ``pooling`` (a :class:`~.pooling.PooledAttention`) the pooled attention over this
+    module's output is added to it (the paper's Figure 1).
     """
 
     def __init__(self, embed_dim, num_heads, core, block_size, pooling=None, bias=True):

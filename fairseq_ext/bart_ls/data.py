@@ -161,7 +161,8 @@ class SpanCorruptionDataset(NoisedBodiesDataset):
 
     def __getitem__(self, index):
         body = self.bodies[index]
-        mask = random_spans_noise_mask(len(body), self.noise_density, float(self.mean_spans[index]), self.generator(index))
+        mean_span = float(self.mean_spans[index])
+        mask = random_spans_noise_mask(len(body), self.noise_density, mean_span, self.generator(index))
         source, target = corrupt_spans(body, mask, self.sentinel_ids, self.dictionary.eos(), bos=self.dictionary.bos())
         return {"id": index, "source": source, "target": target}
 

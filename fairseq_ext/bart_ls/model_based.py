@@ -19,7 +19,8 @@ class ScorerLayer(nn.Module):
 
     def __init__(self, embed_dim, heads, ffn_dim, block_size, dropout=0.0):
         super().__init__()
-        self.self_attn = BlockSparseSelfAttention(embed_dim, heads, build_block_core("block", dropout=dropout), block_size)
+        core = build_block_core("block", dropout=dropout)
+        self.self_attn = BlockSparseSelfAttention(embed_dim, heads, core, block_size)
         self.attn_norm = nn.LayerNorm(embed_dim)
         self.fc1 = nn.Linear(embed_dim, ffn_dim)
         self.fc2 = nn.Linear(ffn_dim, embed_dim)

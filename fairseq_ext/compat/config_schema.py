@@ -369,20 +369,20 @@ def _component_types(kind, name):
     return _argparse_types(cls) if cls is not None else {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _top_level_types():
     from fairseq.dataclass.configs import FairseqConfig
 
     return {f.name: f.type for f in dataclasses.fields(FairseqConfig) if dataclasses.is_dataclass(f.type)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dataclass_types(dataclass):
     hints = typing.get_type_hints(dataclass)
     return {f.name: hints.get(f.name, typing.Any) for f in dataclasses.fields(dataclass)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _argparse_types(cls):
     """Field -> type of a legacy component's ``add_args`` flags (store_true: bool; int, float,
     str; choices; ``nargs`` lists). Other ``type=`` callables parse text fairseq then keeps

@@ -182,7 +182,8 @@ def cpu_all_gather_list(all_gather_list):
             raise ValueError(f"encoded data size ({size}) exceeds max_size ({max_size})")
         buffer = torch.zeros(max_size * world_size, dtype=torch.uint8)
         start = rank * max_size
-        buffer[start : start + size] = torch.frombuffer(bytearray(struct.pack(">I", len(encoded)) + encoded), dtype=torch.uint8)
+        message = bytearray(struct.pack(">I", len(encoded)) + encoded)  # a 4-byte length, then the pickle
+        buffer[start : start + size] = torch.frombuffer(message, dtype=torch.uint8)
         distributed_utils.all_reduce(buffer, group=group)
         result = []
         for i in range(world_size):

@@ -220,7 +220,8 @@ def squad_examples(articles: list, name: str, report: Report, max_source_tokens:
                 question = qa.get("question") if isinstance(qa, dict) else None
                 answers = qa.get("answers") if isinstance(qa, dict) else None
                 if not isinstance(question, str) or not isinstance(answers, list):
-                    _skip(report, "missing_field", where, "question without a 'question' string and an 'answers' list", strict)
+                    what = "question without a 'question' string and an 'answers' list"
+                    _skip(report, "missing_field", where, what, strict)
                     continue
                 if not question.strip():
                     _skip(report, "empty_question", where, "empty question", strict)
@@ -272,7 +273,9 @@ def _take_titles(articles: list, titles_file: Path, squad_json: Path) -> tuple[l
     return taken, rest
 
 
-def split_articles(source: SquadSource, reports: dict[str, Report], strict: bool = False) -> dict[str, tuple[list, str]]:
+def split_articles(
+    source: SquadSource, reports: dict[str, Report], strict: bool = False
+) -> dict[str, tuple[list, str]]:
     """``{split: (articles, name)}`` for train, valid and test (see the module docstring)."""
     train = read_squad_file(source.squad_json, reports["train"], strict)
     splits = {}

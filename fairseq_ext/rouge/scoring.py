@@ -10,7 +10,7 @@ script's to the last printed digit; with ``-m`` they equal those of the Perl scr
 empty WordNet exception database (see :mod:`.tokenizer`).
 """
 
-from functools import lru_cache
+from functools import cache
 from typing import Sequence
 
 import numpy as np
@@ -50,7 +50,7 @@ def split_sentences(text: str, eos: str | None = DEFAULT_EOS) -> list[str]:
     return sentences
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scorer(keys: tuple[str, ...], use_stemmer: bool) -> rouge_scorer.RougeScorer:
     types = ["rougeLsum" if key == ROUGE_L else key for key in keys]
     return rouge_scorer.RougeScorer(types, tokenizer=Rouge155Tokenizer(use_stemmer))

@@ -6,7 +6,6 @@ import torch
 import torch.nn.functional as F
 
 from fairseq_ext.bart_ls import masks
-from fairseq_ext.modules.alignment import real_tokens_first
 from fairseq_ext.bart_ls.attention import (
     BlockAttention,
     BlockSparseSelfAttention,
@@ -15,6 +14,7 @@ from fairseq_ext.bart_ls.attention import (
     build_block_core,
 )
 from fairseq_ext.bart_ls.pooling import PooledAttention
+from fairseq_ext.modules.alignment import real_tokens_first
 from parity import perturb_parameters
 
 BATCH, HEADS, DIM = 2, 2, 4
@@ -170,7 +170,10 @@ def dense_module_reference(attention, x, pattern, block):
     """The module's projections around plain softmax attention over a dense (L, L) pattern, for
     one row ``x`` (L, C) of real tokens laid out from position 0 (as the module aligns them)."""
     length = x.size(0)
-    heads = lambda y: y.view(length, attention.num_heads, attention.head_dim).transpose(0, 1).unsqueeze(0)
+
+    def heads(y):
+        return y.view(length, attention.num_heads, attention.head_dim).transpose(0, 1).unsqueeze(0)
+
     q, k, v = heads(attention.q_proj(x)), heads(attention.k_proj(x)), heads(attention.v_proj(x))
     out = dense_reference(q, k, v, pattern(length, block), torch.zeros(1, length, dtype=torch.bool))
     return attention.out_proj(out[0].transpose(0, 1).reshape(length, -1))  # (L, C)

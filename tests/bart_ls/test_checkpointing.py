@@ -2,6 +2,7 @@
 every attention type (every weight perturbed, pooling layers included)."""
 
 import pytest
+
 from activation_checkpointing import assert_same_gradients, assert_trained, dictionary_dir, model_pair
 
 ARCH = "bart_ls_tiny"

@@ -8,9 +8,9 @@ the hub's ``summarize`` on long documents; and model-based denoising through fai
 
 import pytest
 import torch
-from harness import USER_DIR, generate, prepare_corpus, read_lines, train
 
 from fairseq_ext.convert.bart_ls import convert_checkpoint
+from harness import USER_DIR, generate, prepare_corpus, read_lines, train
 
 pytestmark = pytest.mark.e2e  # trains with fairseq-train
 

@@ -4,7 +4,6 @@
 import numpy as np
 import pytest
 import torch
-
 from fairseq.data import ListDataset
 
 from fairseq_ext.bart_ls.data import (

@@ -3,9 +3,9 @@ fairseq-generate with BART-LS, each block attention type (tiny size)."""
 
 import pytest
 import torch
-from harness import generate, train
 
 from benchmarks.long_paper import longest_paper, prepare, source_tokens
+from harness import generate, train
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,8 @@ import user_dir
 from fairseq_ext.compat.checkpoint import safe_load
 from fairseq_ext.convert import cli
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict
-from fairseq_ext.convert.validate import ConversionError
 from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_map
+from fairseq_ext.convert.validate import ConversionError
 from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES, SHELL_WORD, model_flags
 from fairseq_ext.data.wordpiece import bert_dictionary, fairseq_order, read_vocab, token_map, write_dictionary
 from parity import perturb_parameters
@@ -177,7 +177,7 @@ def test_no_converter_imports_the_plugin_or_changes_fairseq(inputs, tmp_path):
     replaced (the plugin's fixes and safe loader are installed by importing the plugin only),
     torch's weights-only allowlist as it was."""
     families = {name: [*argv, "--out", str(tmp_path / name)] for name, (argv, *_) in inputs.items()}
-    script = f"""
+    script = """
 import json, sys, torch
 from fairseq import checkpoint_utils, models, options
 from fairseq.data import data_utils
@@ -185,14 +185,14 @@ from fairseq.distributed import utils as distributed_utils
 from fairseq.models import distributed_fairseq_model
 MODULES = (checkpoint_utils, models, options, data_utils, distributed_utils, distributed_fairseq_model)
 def snapshot():
-    return [{{k: id(v) for k, v in vars(m).items() if callable(v)}} for m in MODULES]
+    return [{k: id(v) for k, v in vars(m).items() if callable(v)} for m in MODULES]
 before, allowed = snapshot(), set(torch.serialization.get_safe_globals())
 from fairseq_ext.convert.cli import main
-report = {{}}
+report = {}
 for family, argv in json.loads(sys.argv[1]).items():
     main(argv)
-    report[family] = {{"user_dir": "user_dir" in sys.modules, "patched": snapshot() != before,
-                       "allowlist": set(torch.serialization.get_safe_globals()) != allowed}}
+    report[family] = {"user_dir": "user_dir" in sys.modules, "patched": snapshot() != before,
+                       "allowlist": set(torch.serialization.get_safe_globals()) != allowed}
 print(json.dumps(report))
 """
     run = subprocess.run([sys.executable, "-c", script, json.dumps(families)], capture_output=True, text=True,

@@ -9,12 +9,11 @@ import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 
+import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.compat.generation import fix_decoder_beam_size
 from fairseq_ext.modules.decoding_rules import EndAtSentence, NoRepeatWord, StatelessRule, decoding_rules
 from fairseq_ext.modules.word_constraint import constrain_words, split_words, with_rules, word_starts
 from toys import toy_dictionary
-
-import user_dir  # noqa: F401  (registers s2s_ft)
 from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
 
 LETTERS = "abcdef"

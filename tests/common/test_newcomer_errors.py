@@ -16,8 +16,11 @@ def _dictionary(folder):
     (folder / "dict.source.txt").write_text("a 1\n")
 
 
-@pytest.mark.parametrize("typo, meant", [("bart_summ_smal", "bart_summ_small"), ("s2s_ft_minilm", "s2s_ft_minilm_l6_h384"),
-                                         ("prophetnet_sum_tiny", "prophetnet_summ_tiny"), ("zcodep_base", "zcodepp_base")])
+TYPOS = [("bart_summ_smal", "bart_summ_small"), ("s2s_ft_minilm", "s2s_ft_minilm_l6_h384"),
+         ("prophetnet_sum_tiny", "prophetnet_summ_tiny"), ("zcodep_base", "zcodepp_base")]
+
+
+@pytest.mark.parametrize("typo, meant", TYPOS)
 def test_an_arch_typo_suggests_the_plugins_closest_names(typo, meant):
     message = unknown_arch_message(typo, ARCH_CONFIG_REGISTRY)
     suggestion = message.split("did you mean ", 1)[1].split("?")[0]

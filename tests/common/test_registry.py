@@ -45,6 +45,6 @@ def test_requirements_pin_everything_and_never_apex_or_torchaudio():
         if line.strip() and not line.startswith("#")
     ]
     names = {line.split("==")[0].lower().replace("_", "-") for line in lines}
-    assert all("==" in line for line in lines), [l for l in lines if "==" not in l]
+    assert all("==" in line for line in lines), [line for line in lines if "==" not in line]
     assert "apex" not in names and "torchaudio" not in names
     assert {"torch", "ve-fairseq", "sentencepiece", "rouge-score", "aclsum"} <= names

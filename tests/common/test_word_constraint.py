@@ -13,14 +13,18 @@ from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq_cli import generate as generate_cli
 
+import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.modules.word_constraint import (
-    LEFT_OUT, WordConstraint, WordTrie, constrain_words, split_words, word_starts,
+    LEFT_OUT,
+    WordConstraint,
+    WordTrie,
+    constrain_words,
+    split_words,
+    word_starts,
 )
 from harness import USER_DIR
 from toys import toy_dictionary
-
-import user_dir  # noqa: F401  (registers s2s_ft)
 from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
 
 
@@ -250,7 +254,7 @@ def test_bigram_bonus_lifts_the_words_that_follow_in_the_source():
     constraint = WordConstraint(d, extra_text=[[tuple(ids(d, "k")), tuple(ids(d, "g"))]], bigram_bonus=2.5)
     constraint.start(src)
     bos = d.eos()
-    tokens = torch.tensor([[bos] + ids(d, "f c"), [bos] + ids(d, "a ##b"), [bos] + ids(d, "c a"), [bos] + ids(d, "c k")])
+    tokens = torch.tensor([[bos] + ids(d, words) for words in ("f c", "a ##b", "c a", "c k")])
     constraint.reorder(torch.zeros(4, dtype=torch.long))
     allowed, boosted = constraint.masks(tokens, len(d))
     assert torch.equal(allowed, constraint.allowed(tokens, len(d)))

@@ -3,13 +3,13 @@
 import pytest
 
 from fairseq_ext.data.gap_sentences import (
+    _unigrams,
     gap_sentence_pairs,
     main,
     principal_sentence,
     rouge1_f,
     split_sentences,
     windows,
-    _unigrams,
 )
 
 CENTRAL = "The river town trades grain and wool along the river with the coast."

@@ -13,6 +13,7 @@ from fairseq_ext.data import (
     PrepareConfig,
     clean_documents,
     clean_pairs,
+    corpora,
     load_aclsum,
     load_aclsum_long,
     load_wiki,
@@ -22,7 +23,6 @@ from fairseq_ext.data import (
     train_spm,
     write_dictionary,
 )
-from fairseq_ext.data import corpora
 from fairseq_ext.data.corpora import read_aclsum_records
 from preprocess import prepare as prepare_cli
 

@@ -2,7 +2,6 @@
 repairs counted, the splits formed from the files given, passage windows around the answer's
 sentence, and ``[SEP]`` kept as one symbol by sentencepiece and WordPiece."""
 
-import copy
 import json
 
 import pytest
@@ -10,6 +9,7 @@ import sentencepiece
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_ext.data import DataError, PrepareConfig, Report, prepare
+from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
 from fairseq_ext.data.squad import (
     SEPARATOR,
     SquadSource,
@@ -18,7 +18,6 @@ from fairseq_ext.data.squad import (
     squad_examples,
 )
 from fairseq_ext.data.squad_sample import DEV_ARTICLES, TEST_TITLES, TRAIN_ARTICLES, squad_json, write_sample
-from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
 from preprocess import prepare as prepare_cli
 from toys import bad_squad
 

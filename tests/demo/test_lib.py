@@ -46,7 +46,8 @@ def test_values_set_by_the_user_must_agree(init):
     fewer = bash(RECIPE, INIT=init, SOURCE_POSITIONS="256", ARCH="bart_ls_base")
     assert fewer.stdout.splitlines()[-1].startswith("bart_ls_tiny 256 16")  # fewer positions: kept
     assert "ARCH=bart_ls_base replaced by the checkpoint's --arch bart_ls_tiny" in fewer.stderr
-    for name, value, flag in (("SOURCE_POSITIONS", "1024", "--max-source-positions"), ("BLOCK_SIZE", "64", "--block-size")):
+    too_large = (("SOURCE_POSITIONS", "1024", "--max-source-positions"), ("BLOCK_SIZE", "64", "--block-size"))
+    for name, value, flag in too_large:
         refused = bash(RECIPE, INIT=init, **{name: value})
         assert refused.returncode == 2
         assert f"{name}={value} ({flag}) does not agree with the checkpoint" in refused.stderr

@@ -56,7 +56,8 @@ def test_pretraining_checkpoint_has_mask_row(corpora, pretrained):
 def test_finetuning_starts_from_pretrained_weights(pretrained, finetuned):
     tuned = torch.load(finetuned / "checkpoint_last.pt", weights_only=True)
     start = torch.load(pretrained, weights_only=True)
-    assert tuned["model"]["encoder.embed_tokens.weight"].size(0) == start["model"]["encoder.embed_tokens.weight"].size(0) - 1
+    embeddings = "encoder.embed_tokens.weight"
+    assert tuned["model"][embeddings].size(0) == start["model"][embeddings].size(0) - 1
     # a fine-tuned weight stays close to where pre-training left it (not a fresh init)
     key = "decoder.ngram_embeddings.weight"
     moved = (tuned["model"][key] - start["model"][key]).norm() / start["model"][key].norm()

@@ -21,7 +21,9 @@ def coverage_model(method, variant="last_layer_heads", seed=0, weight=None):
     model, d = make_model(method, seed=seed, coverage=True, **VARIANTS[variant])
     perturb_parameters(model, seed=seed + 7)
     with torch.no_grad():
-        model.decoder.coverage.weight.copy_(weight if weight is not None else torch.linspace(-2.0, 1.5, len(model.decoder.coverage.weight)))
+        if weight is None:
+            weight = torch.linspace(-2.0, 1.5, len(model.decoder.coverage.weight))
+        model.decoder.coverage.weight.copy_(weight)
     return model, d
 
 
@@ -48,7 +50,8 @@ def test_coverage_by_hand():
     torch.testing.assert_close(attn[0, 1], expected)
     torch.testing.assert_close(attn[0, 0], probs[0, :, 0].mean(0))  # no coverage before the first step
     assert attn[0, :, 2].eq(0).all()
-    torch.testing.assert_close(coverage_loss(attn, coverages)[0], torch.stack([torch.tensor(0.0), torch.minimum(expected, c).sum()]))
+    per_step = torch.stack([torch.tensor(0.0), torch.minimum(expected, c).sum()])
+    torch.testing.assert_close(coverage_loss(attn, coverages)[0], per_step)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -128,8 +131,9 @@ def test_zero_weights_give_the_model_without_coverage(method, variant):
         state, encoder_out = {}, covered.encoder(src, lengths)
         old_state, old_encoder_out = {}, plain.encoder(src, lengths)
         for step in range(prev.size(1)):
-            new = covered.get_normalized_probs(covered.decoder(prev[:, : step + 1], encoder_out, incremental_state=state), True)
-            old = plain.get_normalized_probs(plain.decoder(prev[:, : step + 1], old_encoder_out, incremental_state=old_state), True)
+            new = covered.decoder(prev[:, : step + 1], encoder_out, incremental_state=state)
+            old = plain.decoder(prev[:, : step + 1], old_encoder_out, incremental_state=old_state)
+            new, old = covered.get_normalized_probs(new, True), plain.get_normalized_probs(old, True)
             assert torch.equal(new, old)
 
 

@@ -23,8 +23,8 @@ SHORT = ["--max-source-positions", "96", "--max-target-positions", "48", "--requ
 
 
 def train_s2s(data, save_dir, arch, extra):
-    return train(data, save_dir, arch, [*SHORT, "--max-update", "2", "--max-tokens", "300", "--label-smoothing", "0.1", *extra],
-                 task=TASK[1], criterion=CRITERION)  # fmt: skip
+    flags = [*SHORT, "--max-update", "2", "--max-tokens", "300", "--label-smoothing", "0.1", *extra]
+    return train(data, save_dir, arch, flags, task=TASK[1], criterion=CRITERION)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,8 @@ def test_three_methods_train_and_generate(wordpiece_data, tmp_path, method):
     state = torch.load(tmp_path / "checkpoint_last.pt", weights_only=True)
     assert state["optimizer_history"][-1]["num_updates"] == 2
     assert state["cfg"]["model"]["s2s_method"] == method
-    hyps = generate(wordpiece_data, tmp_path / "checkpoint_last.pt", [*TASK, *SHORT, "--min-len", "3", "--max-len-b", "8"])
+    flags = [*TASK, *SHORT, "--min-len", "3", "--max-len-b", "8"]
+    hyps = generate(wordpiece_data, tmp_path / "checkpoint_last.pt", flags)
     assert len(hyps) == len(read_lines(wordpiece_data.parent / "raw" / "test.source"))
     assert all(h.strip() for h in hyps)
     assert not any("##" in h for h in hyps)  # WordPieces joined back into words

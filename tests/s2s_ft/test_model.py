@@ -82,8 +82,10 @@ def test_cached_decoding_follows_beam_reorders(method):
     prev = torch.randint(d.nspecial, VOCAB, (len(src), REORDER_STEPS), generator=g)  # a hypothesis per beam
     prev[:, 0] = d.eos()
     lengths = src.ne(d.pad()).sum(1)
-    steps, full = encoder_decoder_with_reorders(model, src, lengths, prev,
-                                                lambda rows: model.decoder(prev[rows], model.encoder(src[rows], lengths[rows]))[0])
+    def full_forward(rows):
+        return model.decoder(prev[rows], model.encoder(src[rows], lengths[rows]))[0]
+
+    steps, full = encoder_decoder_with_reorders(model, src, lengths, prev, full_forward)
     torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 

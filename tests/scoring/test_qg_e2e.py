@@ -128,7 +128,8 @@ def test_every_documented_command_runs(tmp_path):
     for family in ("prophetnet", "s2s_ft"):
         scores = json.loads((runs / family / "test.scores.json").read_text())
         assert scores["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp")
-        ref = tmp_path / "data" / "squad_qg" / "raw" / "test.target" if family == "prophetnet" else runs / family / "test.ref"
+        raw_ref = tmp_path / "data" / "squad_qg" / "raw" / "test.target"
+        ref = raw_ref if family == "prophetnet" else runs / family / "test.ref"
         assert f"{scores['bleu']:.2f}" == sacrebleu_cli(ref, runs / family / "test.hyp")
         assert (runs / family / "checkpoint_best.pt").is_file()
         log = (runs / family / "train.log").read_text()

@@ -38,8 +38,8 @@ REFS = [
 def cli_bleu(tmp_path, hyps, refs, *flags):
     (tmp_path / "hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     (tmp_path / "ref.txt").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
-    run = subprocess.run([SACREBLEU, str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "-w", "2", "-b", *flags],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    command = [SACREBLEU, str(tmp_path / "ref.txt"), "-i", str(tmp_path / "hyp.txt"), "-w", "2", "-b", *flags]
+    run = subprocess.run(command, capture_output=True, text=True, check=True)
     return run.stdout.strip()
 
 
@@ -49,7 +49,8 @@ def test_scorer_bleu_equals_the_sacrebleu_command_line(tmp_path, flags, lowercas
     result = score_files(tmp_path / "hyp.txt", tmp_path / "ref.txt", lowercase=lowercase)
     assert f"{result['bleu']:.2f}" == expected
     assert float(expected) > 0
-    assert result["bleu_signature"].startswith("nrefs:1|case:" + ("lc" if lowercase else "mixed") + "|eff:no|tok:13a|smooth:exp")
+    case = "lc" if lowercase else "mixed"
+    assert result["bleu_signature"].startswith(f"nrefs:1|case:{case}|eff:no|tok:13a|smooth:exp")
 
 
 def test_batch_statistics_add_up_to_the_corpus_score(tmp_path):
@@ -94,7 +95,8 @@ def test_scorer_prints_signature_rouge_l_and_says_why_no_meteor(tmp_path):
                           str(tmp_path / "ref.txt"), "--json", str(tmp_path / "s.json")],
                          capture_output=True, text=True, check=True)  # fmt: skip
     lines = run.stdout.splitlines()
-    assert lines[0].startswith(f"BLEU-4   {cli_bleu(tmp_path, HYPS, REFS)}  sacrebleu nrefs:1|case:mixed|eff:no|tok:13a")
+    bleu = cli_bleu(tmp_path, HYPS, REFS)
+    assert lines[0].startswith(f"BLEU-4   {bleu}  sacrebleu nrefs:1|case:mixed|eff:no|tok:13a")
     assert lines[1].startswith("ROUGE-L  ")
     if meteor_unavailable_reason() is not None:  # this machine: no WordNet data installed
         assert lines[2].startswith("METEOR   not computed: nltk's METEOR needs the WordNet corpus")

@@ -33,6 +33,7 @@ from harness import REPO, prepare_corpus, train, train_argv
 pytestmark = pytest.mark.e2e
 
 BIN = Path(sys.executable).parent
+LAST = "checkpoint_last.pt"
 TOLERANCE = 1e-5  # parameters after 3 updates; measured here: identical to the last bit
 COMMON = ["--cpu", "--batch-size", "2", "--required-batch-size-multiple", "1", "--max-update", "3",
           "--disable-validation"]  # fmt: skip
@@ -48,7 +49,8 @@ FAMILIES = {
                  "--max-source-positions", "1024", "--max-target-positions", "128", "--num-sentinels", "16",
                  "--scorer-layers", "1", "--scorer-embed-dim", "32", "--scorer-heads", "2", "--scorer-ffn-dim", "64",
                  "--scorer-block-size", "64", "--freeze-scorer"]),
-    "zcodepp": ("wiki", "zcodepp_tiny", "zcodepp_pretraining", "zcodepp_joint", ["--generator-layers", "1", *WIKI_BLOCKS]),
+    "zcodepp": ("wiki", "zcodepp_tiny", "zcodepp_pretraining", "zcodepp_joint",
+                ["--generator-layers", "1", *WIKI_BLOCKS]),
     "s2s_ft": ("aclsum", "s2s_ft_tiny", "s2s_ft_summarization", "s2s_ft",
                ["--s2s-method", "pseudo", "--max-source-positions", "96", "--max-target-positions", "48"]),
     "transformer_sm": ("aclsum", "transformer_sm_tiny", "transformer_sm", "transformer_sm",
@@ -103,16 +105,16 @@ def _cli(corpora, family, save_dir, extra=()):
 @pytest.fixture(scope="module")
 def single_bart(corpora, tmp_path_factory):
     """The reference: bart, one process, --update-freq 2."""
-    return _weights(_train(corpora, "bart", tmp_path_factory.mktemp("bart_uf2"), ["--update-freq", "2"]) / "checkpoint_last.pt")
+    return _weights(_train(corpora, "bart", tmp_path_factory.mktemp("bart_uf2"), ["--update-freq", "2"]) / LAST)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_two_processes_equal_one_process_with_update_freq_2(corpora, tmp_path, family):
-    one, updates_one = _weights(_train(corpora, family, tmp_path / "uf2", ["--update-freq", "2"]) / "checkpoint_last.pt")
-    two, updates_two = _weights(_train(corpora, family, tmp_path / "ddp", ["--distributed-world-size", "2"]) / "checkpoint_last.pt")
+    one, updates_one = _weights(_train(corpora, family, tmp_path / "uf2", ["--update-freq", "2"]) / LAST)
+    two, updates_two = _weights(_train(corpora, family, tmp_path / "ddp", ["--distributed-world-size", "2"]) / LAST)
     assert updates_one == updates_two == 3
     assert _largest_difference(one, two) <= TOLERANCE
-    other, _ = _weights(_train(corpora, family, tmp_path / "uf1") / "checkpoint_last.pt")
+    other, _ = _weights(_train(corpora, family, tmp_path / "uf1") / LAST)
     assert _largest_difference(one, other) > 100 * TOLERANCE  # other batches per update: visibly different
 
 
@@ -125,7 +127,7 @@ def test_torchrun_one_node_trains_one_job_and_only_rank_0_writes(corpora, single
     result = subprocess.run(command, cwd=REPO, env={**_env(), **env_extra}, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "distributed init (rank 1): env://" in result.stdout + result.stderr
-    weights, updates = _weights(tmp_path / "ckpt" / "checkpoint_last.pt")
+    weights, updates = _weights(tmp_path / "ckpt" / LAST)
     assert updates == 3 and _largest_difference(single_bart[0], weights) <= TOLERANCE
     assert sorted(p.name for p in saves.iterdir()) == ["rank0.txt"]  # rank 1 never wrote a checkpoint
     written = (saves / "rank0.txt").read_text().split()
@@ -139,10 +141,11 @@ def test_torchrun_two_nodes_on_one_machine(corpora, single_bart, tmp_path):
         command = [str(BIN / "torchrun"), "--nnodes", "2", "--node_rank", node_rank, "--nproc_per_node", "1",
                    "--master_addr", "127.0.0.1", "--master_port", port,
                    str(BIN / "fairseq-train"), *_cli(corpora, "bart", tmp_path / "ckpt")]  # fmt: skip
-        launches.append(subprocess.Popen(command, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        launches.append(subprocess.Popen(command, cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True))
     outputs = [launch.communicate(timeout=300)[0] for launch in launches]
     assert [launch.returncode for launch in launches] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
-    weights, updates = _weights(tmp_path / "ckpt" / "checkpoint_last.pt")
+    weights, updates = _weights(tmp_path / "ckpt" / LAST)
     assert updates == 3 and _largest_difference(single_bart[0], weights) <= TOLERANCE
 
 
@@ -150,16 +153,17 @@ def test_distributed_run_resumes_from_its_checkpoint(corpora, tmp_path):
     # stopped after 2 updates (a killed job's last save), restarted to 4: the same parameters
     # as 4 updates without a stop (model, Adam state, data position and seeds are restored)
     _train(corpora, "bart", tmp_path / "ddp", ["--distributed-world-size", "2", "--max-update", "2"])
-    assert _weights(tmp_path / "ddp" / "checkpoint_last.pt")[1] == 2
+    assert _weights(tmp_path / "ddp" / LAST)[1] == 2
     _train(corpora, "bart", tmp_path / "ddp", ["--distributed-world-size", "2", "--max-update", "4"])
-    resumed, updates = _weights(tmp_path / "ddp" / "checkpoint_last.pt")
-    straight, _ = _weights(_train(corpora, "bart", tmp_path / "uf2", ["--update-freq", "2", "--max-update", "4"]) / "checkpoint_last.pt")
+    resumed, updates = _weights(tmp_path / "ddp" / LAST)
+    straight, _ = _weights(_train(corpora, "bart", tmp_path / "uf2", ["--update-freq", "2", "--max-update", "4"])
+                           / LAST)
     assert updates == 4 and _largest_difference(resumed, straight) <= TOLERANCE
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_bf16_trains_on_cpu(corpora, tmp_path, family):
-    checkpoint = _train(corpora, family, tmp_path, ["--bf16", "--max-update", "2"]) / "checkpoint_last.pt"
+    checkpoint = _train(corpora, family, tmp_path, ["--bf16", "--max-update", "2"]) / LAST
     weights, updates = _weights(checkpoint)
     assert updates == 2
     common = torch.load(checkpoint, weights_only=True)["cfg"]["common"]

@@ -100,7 +100,8 @@ def test_torchrun_with_explicit_world_size_no_longer_divides_by_zero(no_launcher
         no_launcher_env.setenv(name, value)
     if torch.cuda.device_count() == 0:
         with pytest.raises(ZeroDivisionError):  # rank % torch.cuda.device_count()
-            distributed_utils.infer_init_method.__wrapped__(_cfg("--cpu", "--distributed-world-size", "2").distributed_training)
+            stock = _cfg("--cpu", "--distributed-world-size", "2").distributed_training
+            distributed_utils.infer_init_method.__wrapped__(stock)
     ours = _cfg("--cpu", "--distributed-world-size", "2").distributed_training
     distributed_utils.infer_init_method(ours)
     assert (ours.distributed_rank, ours.device_id) == (1, 1)

@@ -3,13 +3,13 @@ initialized models as the oracle) and a fine-tuning start through fairseq-train.
 
 import pytest
 import torch
+from fairseq.data import Dictionary
 from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPTLMHeadModel
 
 import user_dir  # noqa: F401  (registers the plugin)
-from fairseq.data import Dictionary
-from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
 from fairseq_ext.convert.cli import main
 from fairseq_ext.convert.transformer_sm import convert_state_dict, hf_vocabulary_dictionary, model_args_from_hf
+from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
 from parity import perturb_parameters
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import TransformerSMTask, TransformerSMTaskConfig

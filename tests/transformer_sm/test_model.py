@@ -15,9 +15,9 @@ from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEn
 from fairseq.data import Dictionary
 
 import user_dir  # noqa: F401  (registers the plugin)
+from fairseq_ext.compat.generation import PrefixNGramRepeatBlock
 from fairseq_ext.transformer_sm import article_targets, causal_mask, mean_row_norm, summary_positions
 from fairseq_ext.transformer_sm.data import ArticleDataset
-from fairseq_ext.compat.generation import PrefixNGramRepeatBlock
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from toys import toy_dictionary
 from user_dir.criterions.transformer_sm import TransformerSMCriterion

@@ -10,8 +10,21 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_p
 
 import user_dir  # noqa: F401  (registers zcodepp)
 from deberta_oracle import (
-    BUCKETS, DIM, HEADS, LAYERS, MAX_DISTANCE, PAD, PARITY_CONFIGS, TOL, VOCAB,
-    build_encoder, converted, dictionary, encode, hf_config, random_tokens,
+    BUCKETS,
+    DIM,
+    HEADS,
+    LAYERS,
+    MAX_DISTANCE,
+    PAD,
+    PARITY_CONFIGS,
+    TOL,
+    VOCAB,
+    build_encoder,
+    converted,
+    dictionary,
+    encode,
+    hf_config,
+    random_tokens,
 )  # fmt: skip
 from fairseq_ext.modules.relative_position import deberta_distance_index, deberta_log_bucket, deberta_relative_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention

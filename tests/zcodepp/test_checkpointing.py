@@ -2,6 +2,7 @@
 (every weight perturbed; FiE local layers, chunked global attention nested inside)."""
 
 import pytest
+
 from activation_checkpointing import assert_same_gradients, assert_trained, build, dictionary_dir, model_pair
 
 ARCH = "zcodepp_tiny"

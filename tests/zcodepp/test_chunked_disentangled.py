@@ -180,7 +180,8 @@ def test_encoder_chunked_equals_full_with_left_padding(fie_chunk_size, normalize
     outputs = []
     for encoder in (full, chunked):
         out = encoder(tokens)["encoder_out"][0]  # (T, B, C)
-        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).masked_fill(tokens.eq(d.pad()).t()[..., None], 0).sum().backward()
+        weighted = out * torch.linspace(-1, 1, out.numel()).view_as(out)
+        weighted.masked_fill(tokens.eq(d.pad()).t()[..., None], 0).sum().backward()
         outputs.append((out, {name: p.grad for name, p in encoder.named_parameters()}))
     (full_out, full_grads), (chunked_out, chunked_grads) = outputs
     real = tokens.ne(d.pad()).t()  # (T, B)

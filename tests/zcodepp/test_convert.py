@@ -5,9 +5,8 @@ into an encoder built with other options."""
 
 import pytest
 import torch
-from transformers import DebertaV2Model
-
 from fairseq import checkpoint_utils
+from transformers import DebertaV2Model
 
 from deberta_oracle import PAD, PARITY_CONFIGS, build_encoder, encode, hf_config, random_tokens
 from fairseq_ext.convert.cli import main

@@ -8,8 +8,8 @@ import logging
 import pytest
 import torch
 
-from harness import generate, prepare_corpus, read_lines, train
 from fairseq_ext.zcodepp.export import export
+from harness import generate, prepare_corpus, read_lines, train
 
 pytestmark = pytest.mark.e2e  # trains with fairseq-train
 

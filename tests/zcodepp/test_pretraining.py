@@ -247,7 +247,8 @@ def test_plain_text_tasks_refuse_blocks_or_targets_beyond_the_positions(family):
         if family == "zcodepp":
             cfg = ZCodeppPretrainingConfig(tokens_per_sample=200, num_sentinels=10, **positions)
             return ZCodeppPretrainingTask(cfg, toy_dictionary(WORDS))
-        return ProphetNetSpanMaskTask(ProphetNetSpanMaskConfig(tokens_per_sample=200, **positions), toy_dictionary(WORDS))
+        cfg = ProphetNetSpanMaskConfig(tokens_per_sample=200, **positions)
+        return ProphetNetSpanMaskTask(cfg, toy_dictionary(WORDS))
 
     task(max_source_positions=200, max_target_positions=200)
     with pytest.raises(ValueError, match=r"--tokens-per-sample \(200\) exceeds --max-source-positions \(199\)"):

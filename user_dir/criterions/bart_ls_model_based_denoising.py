@@ -35,7 +35,9 @@ class ModelBasedDenoisingCriterionConfig(LabelSmoothedCrossEntropyCriterionConfi
     hard_span_fraction: float = field(
         default=0.2, metadata={"help": "fraction of candidate spans (the hardest) kept as targets"}
     )
-    freeze_scorer: bool = field(default=False, metadata={"help": "do not train the scorer (load it with --scorer-path)"})
+    freeze_scorer: bool = field(
+        default=False, metadata={"help": "do not train the scorer (load it with --scorer-path)"}
+    )
     scorer_path: Optional[str] = field(default=None, metadata={"help": "state dict of a trained scorer to start from"})
     scorer_weight: float = field(default=1.0, metadata={"help": "weight of the scorer's masked-LM loss"})
     scorer_layers: int = field(default=2, metadata={"help": "scorer encoder layers"})

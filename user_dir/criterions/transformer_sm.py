@@ -21,7 +21,6 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-import torch
 from fairseq import utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (

@@ -20,10 +20,10 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
-from fairseq_ext.zcodepp.encoder import ZCodeEncoder
-from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
 from fairseq_ext.modules.lm_head import MaskedLMHead
 from fairseq_ext.modules.table_rows import keep_leading_rows
+from fairseq_ext.zcodepp.encoder import ZCodeEncoder
+from fairseq_ext.zcodepp.gdes import GDESEmbedding, TiedOutputProjection, fold_gdes_state_dict
 from fairseq_ext.zcodepp.heads import Generator, RTDHead
 
 from ..interfaces import ReplacedTokenDetectionModel

@@ -18,8 +18,8 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask
 from omegaconf import II
 
-from fairseq_ext.data.binarized import check_binarized
 from fairseq_ext.compat.flags import add_dataclass_args
+from fairseq_ext.data.binarized import check_binarized
 
 from ._batch_seed import BatchSeededTrainStep
 

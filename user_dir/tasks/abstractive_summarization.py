@@ -40,11 +40,11 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 from omegaconf import II
 
-from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
-from fairseq_ext.data.wordpiece import WordPieceCodec
+from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.data.spm import load_spm
+from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.modules.decoding_rules import decoding_rules
 from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words, with_rules
 from fairseq_ext.scoring import bleu_metric, bleu_signature

@@ -3,9 +3,10 @@
 MASS-style span masking (:mod:`fairseq_ext.noising.mass`): blocks of up to
 ``--tokens-per-sample`` (512) tokens, one contiguous span masked in every ``--span-chunk``
 (64) tokens, ``--mask-prob`` (15%) of the tokens in all, replaced 80% by the mask symbol /
-10% by random tokens (``--random-token-prob``) / 10% unchanged (``--leave-unmasked-prob``); the decoder predicts the masked fragments only, and
-the n-gram loss stays inside each span. Microsoft never released ProphetNet's pre-training
-code (ProphetNet issues #6, #54); this follows the paper's description.
+10% by random tokens (``--random-token-prob``) / 10% unchanged (``--leave-unmasked-prob``);
+the decoder predicts the masked fragments only, and the n-gram loss stays inside each span.
+Microsoft never released ProphetNet's pre-training code (ProphetNet issues #6, #54); this
+follows the paper's description.
 
     fairseq-train data/wiki/bin --user-dir user_dir --task prophetnet_span_mask \\
         --arch prophetnet_summ_base --criterion ngram_language_loss ...
