@@ -2,7 +2,7 @@
 
 Documents are routinely longer than a model takes. :class:`PrefixTruncateDataset` puts an
 optional instruction prefix in front of every source and truncates what follows so that the
-whole fits ``max_len`` tokens, always keeping the final ``</s>``; :func:`count_overlong`
+whole fits ``max_len`` tokens, always keeping the final ``</s>``; :func:`log_overlong`
 reports how many examples were cut, so that nothing is shortened silently.
 
     item:   d1 d2 d3 d4 d5 d6 </s>          (binarized source, 7 tokens)
@@ -10,9 +10,13 @@ reports how many examples were cut, so that nothing is shortened silently.
     max_len = 6  ->  p1 p2 d1 d2 d3 </s>
 """
 
+import logging
+
 import numpy as np
 import torch
 from fairseq.data import BaseWrapperDataset
+
+logger = logging.getLogger(__name__)
 
 
 def prefix_truncate(item, prefix, max_len, eos, end_with_eos=True):
@@ -73,3 +77,14 @@ def count_overlong(sizes, max_len):
     if max_len is None or len(sizes) == 0:
         return 0, int(sizes.max()) if len(sizes) else 0
     return int((sizes > max_len).sum()), int(sizes.max())
+
+
+def log_overlong(split, sizes, limit, what, truncated):
+    """Log how many of ``sizes`` are above ``limit`` and what becomes of them (every task
+    reports its over-long examples this way); returns the count."""
+    n_long, longest = count_overlong(sizes, limit)
+    if n_long:
+        action = "truncated" if truncated else "left to the size filter"
+        logger.info(f"{split}: {n_long} of {len(sizes)} {what} are longer than {limit} tokens "
+                    f"(longest {longest}): {action}")
+    return n_long

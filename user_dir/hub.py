@@ -26,13 +26,13 @@ from fairseq import hub_utils
 
 from fairseq_ext.compat.flags import data_dir_message
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
+from fairseq_ext.data.text_codec import CODEC_FILES
 
 from .tasks.abstractive_summarization import AbstractiveSummarizationTask
 
 logger = logging.getLogger(__name__)
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
-CODEC_FILES = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
 BPE_CODECS = {"sentencepiece": ("sentencepiece", "sentencepiece_model"), "bert": ("wordpiece", "bpe_vocab_file")}
 """fairseq ``--bpe`` settings stored in a checkpoint that name a codec file: bpe -> (kind, field)."""
 
@@ -58,7 +58,7 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
             extra.append((kind, bpe.get(field)))
         task.extra_text_codecs.extend(extra)
         try:
-            self.bpe = task.spm
+            self.bpe = task.text_codec
         except FileNotFoundError:
             if name is None or name in BPE_CODECS:
                 raise  # nothing else to read text with: whitespace tokens would be mostly <unk>

@@ -20,6 +20,7 @@ Words are told apart by the dictionary's symbols: WordPiece marks a continuing p
 ``</s>``, ``<pad>``, ``<unk>``) are never part of a word.
 """
 
+import os
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import torch
@@ -268,3 +269,16 @@ def constrain_words(generator, dictionary, extra_text: Iterable[Sequence[Word]] 
     )
     generator.model.eval()
     return generator
+
+
+def read_words_file(path, encode, dictionary) -> List[List[Word]]:
+    """The lines of ``path`` (``--decode-words-file``) as lists of words (piece-id tuples),
+    each line encoded by ``encode`` (text -> piece ids of ``dictionary``)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--decode-words-file {path}: no such file")
+    splitter = WordConstraint(dictionary)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [splitter.words_of(encode(line.strip())) for line in f if line.strip()]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--decode-words-file {path}: not UTF-8 ({err})") from None

@@ -1,6 +1,11 @@
-"""Validation-time BLEU during ``fairseq-train`` (``--eval-bleu``), in fairseq's metric plumbing.
+"""Validation-time ROUGE and BLEU during ``fairseq-train`` (``--eval-rouge``, ``--eval-bleu``),
+in fairseq's metric plumbing.
 
-Each validation batch adds the sufficient statistics of its generated hypotheses
+ROUGE: each batch adds the sum of its sentences' ROUGE-1/2/L F1 and their count; the logged
+``rouge1``, ``rouge2``, ``rougeL`` are the mean over the validation set, in percent (usable as
+``--best-checkpoint-metric rougeL --maximize-best-checkpoint-metric``).
+
+BLEU: each batch adds the sufficient statistics of its generated hypotheses
 (:class:`~.bleu.BleuStats`) to its logging output under fairseq's own keys
 (``_bleu_counts_i``, ``_bleu_totals_i``, ``_bleu_sys_len``, ``_bleu_ref_len``); fairseq sums
 them over batches and workers and :func:`log_bleu` derives ``bleu`` from the sums, so the
@@ -12,9 +17,11 @@ import json
 
 from fairseq.logging import metrics
 
+from ..rouge.scoring import sentence_rouge
 from .bleu import BLEU_ORDER, BleuStats
 
 KEYS = ("_bleu_sys_len", "_bleu_ref_len")
+ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
 
 def bleu_logging_output(metric, hyps: list[str], refs: list[str]) -> dict:
@@ -65,3 +72,29 @@ def validation_generation_args(eval_rouge: bool, rouge_args: str, eval_bleu: boo
             f"{rouge} and --eval-bleu-args {bleu} differ: give the generation arguments once"
         )
     return rouge if eval_rouge else bleu
+
+
+def rouge_logging_output(hyps: list[str], refs: list[str]) -> dict:
+    """The ``_rouge*`` entries of one validation batch's logging output."""
+    output = {"_rouge_count": len(hyps), **{f"_{key}_sum": 0.0 for key in ROUGE_KEYS}}
+    for hyp, ref in zip(hyps, refs):
+        scores = sentence_rouge(hyp, ref)
+        for key in ROUGE_KEYS:
+            output[f"_{key}_sum"] += float(scores[key])
+    return output
+
+
+def log_rouge(logging_outputs) -> None:
+    """Log the summed ROUGE and derive the mean ``rouge1``, ``rouge2``, ``rougeL`` (nothing
+    when no batch had ROUGE entries)."""
+    count = sum(log.get("_rouge_count", 0) for log in logging_outputs)
+    if count == 0:
+        return
+    metrics.log_scalar("_rouge_count", count)
+    for key in ROUGE_KEYS:
+        metrics.log_scalar(f"_{key}_sum", sum(log.get(f"_{key}_sum", 0.0) for log in logging_outputs))
+
+        def derive(meters, key=key):
+            return round(100.0 * meters[f"_{key}_sum"].sum / meters["_rouge_count"].sum, 2)
+
+        metrics.log_derived(key, derive)

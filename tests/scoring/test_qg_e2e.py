@@ -56,14 +56,14 @@ def validation_bleu(checkpoint, tmp_path):
     task.load_dataset("valid")
     itr = task.get_batch_iterator(task.dataset("valid"), max_sentences=3, required_batch_size_multiple=1,
                                   max_positions=(256, 128)).next_epoch_itr(shuffle=False)  # fmt: skip
-    seen, generate = [], task._generate_for_rouge
+    seen, generate = [], task._generate_for_validation
 
     def recording(sample, model):
         hyps, refs = generate(sample, model)
         seen.extend(zip(hyps, refs))
         return hyps, refs
 
-    task._generate_for_rouge = recording
+    task._generate_for_validation = recording
     with metrics.aggregate(new_root=True) as agg:
         batches = 0
         for sample in itr:

@@ -32,9 +32,8 @@ from typing import Optional
 import numpy as np
 import torch
 from fairseq import utils
-from fairseq.data import LanguagePairDataset, ListDataset, encoders
+from fairseq.data import LanguagePairDataset, ListDataset
 from fairseq.dataclass import ChoiceEnum
-from fairseq.logging import metrics
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
@@ -43,22 +42,24 @@ from omegaconf import II
 from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.binarized import check_pair
-from fairseq_ext.data.spm import load_spm
-from fairseq_ext.data.wordpiece import WordPieceCodec
+from fairseq_ext.data.text_codec import codec_candidates, find_codec, load_codec
 from fairseq_ext.modules.decoding_rules import decoding_rules
-from fairseq_ext.modules.word_constraint import WordConstraint, constrain_words, with_rules
+from fairseq_ext.modules.word_constraint import constrain_words, read_words_file, with_rules
 from fairseq_ext.scoring import bleu_metric, bleu_signature
-from fairseq_ext.scoring.validation import bleu_logging_output, log_bleu, validation_generation_args
-from fairseq_ext.summarization_data import PrefixTruncateDataset, count_overlong
+from fairseq_ext.scoring.validation import (
+    bleu_logging_output,
+    log_bleu,
+    log_rouge,
+    rouge_logging_output,
+    validation_generation_args,
+)
+from fairseq_ext.summarization_data import PrefixTruncateDataset, log_overlong
 
 from ..interfaces import InitFromPretrained
 from ._batch_seed import BatchSeededTrainStep
 
 logger = logging.getLogger(__name__)
 
-ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
-TEXT_CODECS = (("wordpiece", "vocab.txt"), ("sentencepiece", "spm.model"))
-"""The data's text codec, by file name, in the order it is looked for in each directory."""
 DECODE_WORDS_CHOICES = ChoiceEnum(["any", "source"])
 RULE_FLAGS = ("no_repeat_word", "end_at_sentence")
 """Task flags that generation args may override (see ``build_generator``)."""
@@ -154,7 +155,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
 
     def __init__(self, cfg, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self._spm = None
+        self._text_codec = None
         self._instruction_tokens = None
         self.model_max_positions = None  # (source, target) of the model(s) built by this task
         self.extra_text_codecs = []  # (kind, path) also tried for the text codec (the hub adds some)
@@ -190,45 +191,21 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         return self._instruction_tokens
 
     def text_codec_candidates(self):
-        """``(kind, path)`` places of the data's text codec, in the order they are tried: the
-        ``--spm-model``/``--wordpiece-vocab`` given, else ``vocab.txt`` then ``spm.model`` in the
-        data directory and in its parent (``prepare`` writes both ``OUT/spm.model`` and
-        ``OUT/bin/spm.model``), then :attr:`extra_text_codecs`."""
-        given = [("sentencepiece", self.cfg.spm_model), ("wordpiece", self.cfg.wordpiece_vocab)]
-        given = [(kind, path) for kind, path in given if path]
-        if given:
-            return given
-        data = utils.split_paths(self.cfg.data)[0]
-        directories = [data, os.path.dirname(os.path.abspath(data))]
-        found = [(kind, os.path.join(d, name)) for d in directories for kind, name in TEXT_CODECS]
-        return found + list(self.extra_text_codecs)
-
-    def find_text_codec(self):
-        """The first existing ``(kind, path)`` of :meth:`text_codec_candidates`; a
-        :class:`FileNotFoundError` listing every place tried when there is none."""
-        candidates = self.text_codec_candidates()
-        for kind, path in candidates:
-            if path and os.path.isfile(path):
-                return kind, path
-        raise FileNotFoundError(
-            "no sentencepiece model or WordPiece vocabulary for this data: tried "
-            + ", ".join(str(path) for _, path in candidates)
-            + " (give --spm-model or --wordpiece-vocab; the hub takes spm_model=...)"
-        )
+        """``(kind, path)`` places of the data's text codec, in the order they are tried
+        (:func:`fairseq_ext.data.text_codec.codec_candidates`; the hub adds
+        :attr:`extra_text_codecs`)."""
+        return codec_candidates(utils.split_paths(self.cfg.data)[0], self.cfg.spm_model, self.cfg.wordpiece_vocab,
+                                self.extra_text_codecs)
 
     @property
-    def spm(self):
+    def text_codec(self):
         """The data's text codec (``encode``/``decode`` like a fairseq BPE), built on first
         use: fairseq's sentencepiece BPE, or WordPiece for BERT data."""
-        if self._spm is None:
-            kind, path = self.find_text_codec()
-            if kind == "wordpiece":
-                self._spm = WordPieceCodec(path)
-            else:
-                load_spm(path)  # an empty or non-model file is refused naming it
-                self._spm = encoders.build_bpe(Namespace(bpe="sentencepiece", sentencepiece_model=path))
+        if self._text_codec is None:
+            kind, path = find_codec(self.text_codec_candidates())
+            self._text_codec = load_codec(kind, path)
             logger.info(f"text codec: {kind} {path}")
-        return self._spm
+        return self._text_codec
 
     def build_bpe(self, args):
         """fairseq's ``--bpe`` when one is given; else the data's own codec (so that
@@ -236,20 +213,20 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         if getattr(args, "_name", None) is not None:
             return super().build_bpe(args)
         try:
-            return self.spm
+            return self.text_codec
         except FileNotFoundError as err:
             logger.warning(f"no --bpe given and {err}: text is read and written as tokens")
             return None
 
     def encode_text(self, text, append_eos=False):
         """Raw text -> token ids of the joined dictionary (no ``</s>`` unless asked)."""
-        pieces = self.spm.encode(text)
+        pieces = self.text_codec.encode(text)
         return self.src_dict.encode_line(pieces, add_if_not_exist=False, append_eos=append_eos).long()
 
     def decode_tokens(self, tokens):
         """Token ids -> detokenized text (pad, eos and bos removed)."""
         pieces = self.tgt_dict.string(utils.strip_pad(tokens, self.tgt_dict.pad()).int().cpu())
-        return self.spm.decode(pieces)
+        return self.text_codec.decode(pieces)
 
     # ------------------------------------------------------------------ data
     def _source_view(self, dataset, split):
@@ -257,26 +234,15 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         limit = self.source_limit if self.cfg.truncate_source else None
         prefix = self.instruction_tokens
         # sizes may be a list: fairseq-interactive (0.12.3) builds its dataset from a list of lengths
-        n_long, longest = count_overlong(np.asarray(dataset.sizes) + len(prefix), self.source_limit)
-        if n_long:
-            action = "truncated" if limit is not None else "left to the size filter"
-            logger.info(
-                f"{split}: {n_long} of {len(dataset)} sources (with instruction) are longer than "
-                f"{self.source_limit} tokens (longest {longest}): {action}"
-            )
+        sizes = np.asarray(dataset.sizes) + len(prefix)
+        log_overlong(split, sizes, self.source_limit, "sources (with instruction)", limit is not None)
         if limit is None and len(prefix) == 0:
             return dataset
         return PrefixTruncateDataset(dataset, prefix, limit, self.src_dict.eos())
 
     def _target_view(self, dataset, split):
         limit = self.target_limit
-        n_long, longest = count_overlong(dataset.sizes, limit)
-        if n_long:
-            action = "truncated" if self.cfg.truncate_target else "left to the size filter"
-            logger.info(
-                f"{split}: {n_long} of {len(dataset)} targets are longer than {limit} tokens "
-                f"(longest {longest}): {action}"
-            )
+        n_long = log_overlong(split, dataset.sizes, limit, "targets", self.cfg.truncate_target)
         if not (n_long and self.cfg.truncate_target):
             return dataset
         return PrefixTruncateDataset(dataset, torch.LongTensor(), limit, self.tgt_dict.eos())
@@ -376,14 +342,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         path = self.cfg.decode_words_file
         if not path:
             return []
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"--decode-words-file {path}: no such file")
-        splitter = WordConstraint(self.tgt_dict)
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = [splitter.words_of(self.encode_text(line.strip()).tolist()) for line in f if line.strip()]
-        except UnicodeDecodeError as err:
-            raise ValueError(f"--decode-words-file {path}: not UTF-8 ({err})") from None
+        lines = read_words_file(path, lambda text: self.encode_text(text).tolist(), self.tgt_dict)
         words = {word for line in lines for word in line}
         logger.info(f"--decode-words source: {len(words)} words of {path} allowed besides each source's")
         return lines
@@ -394,6 +353,8 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         smallest); sets up the validation generator for ``--eval-rouge``. A model built to be
         trained (not ``from_checkpoint``) that starts from released weights loads them here
         (:class:`~user_dir.interfaces.InitFromPretrained`)."""
+        # FairseqTask's, not TranslationTask's: that one builds a generator of its own for
+        # --eval-bleu, with fairseq's detokenizer instead of the data's codec
         model = super(TranslationTask, self).build_model(cfg, from_checkpoint)
         if isinstance(model, InitFromPretrained) and not from_checkpoint:
             model.init_from_pretrained()
@@ -422,24 +383,18 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         return bleu_metric("none" if self.cfg.eval_tokenized_bleu else None)
 
     def valid_step(self, sample, model, criterion):
+        # FairseqTask's, not TranslationTask's: that one would generate the batch again and score
+        # it with fairseq's detokenizer for --eval-bleu
         loss, sample_size, logging_output = super(TranslationTask, self).valid_step(sample, model, criterion)
         if self.cfg.eval_rouge or self.cfg.eval_bleu:
-            hyps, refs = self._generate_for_rouge(sample, model)
+            hyps, refs = self._generate_for_validation(sample, model)
         if self.cfg.eval_bleu:
             logging_output.update(bleu_logging_output(self.bleu_metric, hyps, refs))
         if self.cfg.eval_rouge:
-            from fairseq_ext.rouge import sentence_rouge
-
-            logging_output["_rouge_count"] = len(hyps)
-            for key in ROUGE_KEYS:
-                logging_output[f"_{key}_sum"] = 0.0
-            for hyp, ref in zip(hyps, refs):
-                scores = sentence_rouge(hyp, ref)
-                for key in ROUGE_KEYS:
-                    logging_output[f"_{key}_sum"] += float(scores[key])
+            logging_output.update(rouge_logging_output(hyps, refs))
         return loss, sample_size, logging_output
 
-    def _generate_for_rouge(self, sample, model):
+    def _generate_for_validation(self, sample, model):
         """Detokenized hypotheses and references of a validation batch (ROUGE and BLEU)."""
         gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
         hyps = [self.decode_tokens(out[0]["tokens"]) for out in gen_out]
@@ -450,22 +405,13 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         return hyps, refs
 
     def reduce_metrics(self, logging_outputs, criterion):
+        # FairseqTask's, not TranslationTask's: that one would derive a second ``bleu`` from the
+        # same keys with its own sacrebleu call (log_bleu derives it with the task's metric)
         super(TranslationTask, self).reduce_metrics(logging_outputs, criterion)
         if self.cfg.eval_bleu:
             log_bleu(logging_outputs, self.bleu_metric)
-        if not self.cfg.eval_rouge:
-            return
-        count = sum(log.get("_rouge_count", 0) for log in logging_outputs)
-        if count == 0:
-            return
-        metrics.log_scalar("_rouge_count", count)
-        for key in ROUGE_KEYS:
-            metrics.log_scalar(f"_{key}_sum", sum(log.get(f"_{key}_sum", 0.0) for log in logging_outputs))
-
-            def derive(meters, key=key):
-                return round(100.0 * meters[f"_{key}_sum"].sum / meters["_rouge_count"].sum, 2)
-
-            metrics.log_derived(key, derive)
+        if self.cfg.eval_rouge:
+            log_rouge(logging_outputs)
 
 
 def _any_file(prefix):

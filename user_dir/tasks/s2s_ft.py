@@ -45,13 +45,13 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
         """WordPiece data: fairseq-generate's ``D-`` lines join the pieces (a ``--bpe`` given
         for sentencepiece data, such as run_demo.sh's, does not apply and is ignored)."""
         name = getattr(args, "_name", None)
-        if name is not None and isinstance(self.spm_or_none(), WordPieceCodec):
-            logger.warning(f"WordPiece data ({self.spm.vocab_path}): ignoring --bpe {name}")
-            return self.spm
+        if name is not None and isinstance(self.text_codec_or_none(), WordPieceCodec):
+            logger.warning(f"WordPiece data ({self.text_codec.vocab_path}): ignoring --bpe {name}")
+            return self.text_codec
         return super().build_bpe(args)
 
-    def spm_or_none(self):
+    def text_codec_or_none(self):
         try:
-            return self.spm
+            return self.text_codec
         except FileNotFoundError:
             return None

@@ -16,7 +16,6 @@ run unchanged; with the ``transformer_sm`` model this is the paper's conditionin
 "the article tokens, the delimiter token, and any previously generated summary tokens".
 """
 
-import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -24,13 +23,11 @@ import numpy as np
 import torch
 from fairseq.tasks import register_task
 
-from fairseq_ext.summarization_data import count_overlong
+from fairseq_ext.summarization_data import log_overlong
 from fairseq_ext.transformer_sm import DELIMITER, ArticleDataset, DelimiterDataset
 
 from ..interfaces import JointRowTask
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -78,13 +75,8 @@ class TransformerSMTask(AbstractiveSummarizationTask, JointRowTask):
         """``<s> [instruction] article`` without ``</s>``, truncated (counted) to the limit."""
         prefix = torch.cat([torch.LongTensor([self.src_dict.bos()]), self.instruction_tokens])
         limit = self.source_limit
-        n_long, longest = count_overlong(np.asarray(dataset.sizes) - 1 + len(prefix), limit)
-        if n_long:
-            action = "truncated" if self.cfg.truncate_source else "left to the size filter"
-            logger.info(
-                f"{split}: {n_long} of {len(dataset)} articles (with <s>) are longer than {limit} "
-                f"tokens (longest {longest}): {action}"
-            )
+        sizes = np.asarray(dataset.sizes) - 1 + len(prefix)
+        log_overlong(split, sizes, limit, "articles (with <s>)", self.cfg.truncate_source)
         return ArticleDataset(dataset, prefix, limit if self.cfg.truncate_source else None, self.src_dict.eos())
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
