@@ -31,7 +31,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
 import user_dir  # noqa: F401  (registers the plugin)
-from fairseq_ext.convert.cli import main as convert
+from fairseq_ext.cli.convert import main as convert
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 
 SIZES = {

@@ -7,7 +7,7 @@ Tokens are mapped by symbol: a dictionary entry whose symbol is a Hugging Face t
 paper: "initialized by sampling from the standard normal distribution"), ``<pad>`` is zero.
 Without ``--dict`` the dictionary written beside the checkpoint holds every Hugging Face id,
 to binarize data with ``fairseq-preprocess --srcdict OUT/dict.txt --tgtdict OUT/dict.txt``
-(ids from ``python -m fairseq_ext.transformer_sm.hf_text encode``). The source embeddings are
+(ids from ``python -m fairseq_ext.cli.hf_text encode``). The source embeddings are
 new and drawn against the converted word embeddings (half their mean norm).
 
 Layout facts used (checked by the parity tests against ``transformers``): GPT-2 blocks are

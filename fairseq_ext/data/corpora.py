@@ -9,7 +9,7 @@ paragraphs. Splits are always named ``train``/``valid``/``test`` (fairseq's name
 * ``aclsum_abstract``: the same pairs with the abstract alone as the source.
 * ``aclsum_aspects``: three pairs per paper, one per aspect, in the order challenge, approach,
   outcome: source = ``"<aspect>: "`` + abstract + introduction + conclusion, target = that
-  aspect's summary (``python -m fairseq_ext.data.join_lines --every 3`` joins three such
+  aspect's summary (``python -m fairseq_ext.cli.join_lines --every 3`` joins three such
   summaries back into the ``aclsum`` target of the paper).
 * ``aclsum_long``: the same papers and splits; source = the full body of
   ``paper_jsons/<id>.json`` (``pdf_parse.body_text`` paragraphs joined by a space),

@@ -9,7 +9,7 @@ that it fits the model's source length) and the principal sentence stays in the 
 copy mechanism lacks after 100 ACLSum papers) or is cut out of it (``remove=True``, PEGASUS's
 masked form: the model must write it from the rest).
 
-    python -m fairseq_ext.data.gap_sentences --out data/wiki_gsg
+    python -m fairseq_ext.cli.gap_sentences --out data/wiki_gsg
     python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out data/wiki_gsg_wp
 
 writes ``{train,valid,test}.{source,target}`` (one pair a line) from the wiki corpus's splits.
@@ -17,7 +17,6 @@ writes ``{train,valid,test}.{source,target}`` (one pair a line) from the wiki co
 
 from __future__ import annotations
 
-import argparse
 import logging
 import re
 from collections import Counter
@@ -121,21 +120,7 @@ def write_pairs(out: Path, limit: int | None = None, **options) -> dict[str, Cou
     return report
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, type=Path, help="directory for {split}.{source,target}")
-    parser.add_argument("--window-words", type=int, default=170, help="words per source window at most")
-    parser.add_argument("--min-words", type=int, default=8, help="shortest principal sentence, in words")
-    parser.add_argument("--max-words", type=int, default=35, help="longest principal sentence, in words")
-    parser.add_argument("--remove", action="store_true", help="cut the principal sentence out of its source")
-    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT articles of each split")
-    args = parser.parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
-    if not 0 < args.min_words <= args.max_words:
-        parser.error("need 0 < --min-words <= --max-words")
-    write_pairs(args.out, args.limit, window_words=args.window_words, min_words=args.min_words,
-                max_words=args.max_words, remove=args.remove)
+if __name__ == "__main__":  # what benchmarks/aclsum_levers.sh runs (edited elsewhere): fairseq_ext.cli.gap_sentences
+    from ..cli.gap_sentences import main
 
-
-if __name__ == "__main__":
     main()

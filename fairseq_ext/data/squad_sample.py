@@ -6,14 +6,13 @@ question-generation recipes and their tests run on this sample: 8 short encyclop
 file and a list of training-file titles held out for test, as Du et al. (2017) distribute
 their split (``doclist-test.txt``)::
 
-    python -m fairseq_ext.data.squad_sample data/squad_sample
+    python -m fairseq_ext.cli.squad_sample data/squad_sample
     # -> train.json (6 articles), dev.json (2 articles), doclist-test.txt (2 titles)
 
 Every ``answer_start`` is the character offset of the answer's first occurrence in its
 paragraph (computed when the files are written, and checked).
 """
 
-import argparse
 import json
 from pathlib import Path
 
@@ -150,14 +149,3 @@ def write_sample(out_dir) -> dict[str, Path]:
     paths["dev"].write_text(json.dumps(squad_json(DEV_ARTICLES), indent=1) + "\n", encoding="utf-8")
     paths["doclist_test"].write_text("".join(t + "\n" for t in TEST_TITLES), encoding="utf-8")
     return paths
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", type=Path, help="directory for train.json, dev.json, doclist-test.txt")
-    for name, path in write_sample(parser.parse_args(argv).out).items():
-        print(f"{name}: {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -17,10 +17,9 @@ repeated bigrams         over all word bigrams of the file (punctuation dropped 
 
 ::
 
-    python -m fairseq_ext.rouge.fluency model=test.hyp LEAD-3=lead3.hyp references=test.ref
+    python -m fairseq_ext.cli.fluency model=test.hyp LEAD-3=lead3.hyp references=test.ref
 """
 
-import argparse
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence
@@ -108,23 +107,3 @@ def table(systems: Sequence[tuple]) -> str:
         common = ", ".join(f"{w} ({n})" for w, n in f.stutters.most_common(3)) or "-"
         lines.append(f"| {name} | " + " | ".join(cells(f)) + f" | {common} |")
     return "\n".join(lines)
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("systems", nargs="+", metavar="NAME=FILE", help="summaries, one a line, per system")
-    args = parser.parse_args(argv)
-    systems = []
-    for item in args.systems:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            parser.error(f"{item!r}: expected NAME=FILE")
-        try:
-            systems.append((name, fluency_of_file(path)))
-        except (ValueError, OSError) as error:
-            parser.exit(1, f"fluency: error: {error}\n")
-    print(table(systems))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Question-generation scores of a hypothesis file against a reference file, one pair a line.
 
-    python -m fairseq_ext.scoring.qg HYP REF [--lowercase] [--tokenize 13a] [--width 2] [--json OUT]
+    python -m fairseq_ext.cli.qg HYP REF [--lowercase] [--tokenize 13a] [--width 2] [--json OUT]
 
 prints BLEU-4 (sacrebleu, with its signature; equal to ``sacrebleu REF -i HYP -w 2``), ROUGE-L
 (the plugin's ROUGE-1.5.5 figures, :mod:`fairseq_ext.rouge`: F1 x 100, average over pairs, 95%
@@ -10,11 +10,7 @@ question-generation figures (Du et al. 2017's evaluation scripts, used by Prophe
 s2s-ft) are BLEU-4 on tokenized, lower-cased text and METEOR 1.5: not the same numbers.
 """
 
-import argparse
-import json
-import sys
 
-from sacrebleu.metrics.bleu import BLEU
 
 from fairseq_ext.rouge.files import read_lines
 from fairseq_ext.rouge.scoring import score_corpus
@@ -63,28 +59,3 @@ def format_scores(result: dict, width: int = 2) -> str:
         f"95% interval {low:.{width}f}-{high:.{width}f}",
         meteor,
     ])  # fmt: skip
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fairseq_ext.scoring.qg", description=__doc__.split("\n")[0])
-    parser.add_argument("hypotheses", help="generated questions, one a line")
-    parser.add_argument("references", help="reference questions, one a line")
-    parser.add_argument("--tokenize", default=None, choices=BLEU.TOKENIZERS,
-                        help="sacrebleu tokenizer (default 13a, the command line's)")
-    parser.add_argument("--lowercase", action="store_true", help="lower-cased BLEU (sacrebleu -lc)")
-    parser.add_argument("--width", type=int, default=2, help="decimals printed (sacrebleu -w)")
-    parser.add_argument("--json", help="also write the scores to this JSON file")
-    args = parser.parse_args(argv)
-    try:
-        result = score_files(args.hypotheses, args.references, args.tokenize, args.lowercase)
-    except (ValueError, OSError) as error:
-        sys.exit(f"error: {error}")
-    print(format_scores(result, args.width))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(result, out, indent=2)
-            out.write("\n")
-
-
-if __name__ == "__main__":
-    main()

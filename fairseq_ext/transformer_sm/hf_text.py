@@ -3,18 +3,16 @@ GPT-2 weights can read (their dictionary symbols are the tokenizer's ids, see
 :mod:`fairseq_ext.convert.transformer_sm`).
 
     # raw text (one document per line) -> lines of ids, then fairseq-preprocess --srcdict conv/dict.txt
-    python -m fairseq_ext.transformer_sm.hf_text encode --tokenizer DIR \
+    python -m fairseq_ext.cli.hf_text encode --tokenizer DIR \
         --inputs raw/train.source raw/train.target --outputs ids/train.source ids/train.target
     # ids (e.g. the H- hypotheses of fairseq-generate) -> text
-    python -m fairseq_ext.transformer_sm.hf_text decode --tokenizer DIR < hyp.ids > hyp.txt
+    python -m fairseq_ext.cli.hf_text decode --tokenizer DIR < hyp.ids > hyp.txt
 
 ``DIR`` is a local folder (``tokenizer.json``, or ``vocab.json`` + ``merges.txt``); nothing is
 downloaded. Empty lines stay empty. In decoding, fairseq's special symbols (``<unk>``,
 ``<delim>``, ...) are dropped; any other symbol that is not an id is an error naming the line.
 """
 
-import argparse
-import sys
 
 
 def load_tokenizer(path):
@@ -42,29 +40,3 @@ def encode_file(tokenizer, in_path, out_path):
     with open(in_path, encoding="utf-8") as src, open(out_path, "w", encoding="utf-8") as out:
         for line in src:
             out.write(encode_line(tokenizer, line) + "\n")
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    enc = sub.add_parser("encode", help="text files -> id files")
-    enc.add_argument("--tokenizer", required=True, help="local Hugging Face tokenizer folder")
-    enc.add_argument("--inputs", nargs="+", required=True)
-    enc.add_argument("--outputs", nargs="+", required=True)
-    dec = sub.add_parser("decode", help="lines of ids on stdin -> text on stdout")
-    dec.add_argument("--tokenizer", required=True, help="local Hugging Face tokenizer folder")
-    args = parser.parse_args(argv)
-
-    tokenizer = load_tokenizer(args.tokenizer)
-    if args.command == "encode":
-        if len(args.inputs) != len(args.outputs):
-            parser.error(f"{len(args.inputs)} inputs but {len(args.outputs)} outputs")
-        for in_path, out_path in zip(args.inputs, args.outputs):
-            encode_file(tokenizer, in_path, out_path)
-    else:
-        for number, line in enumerate(sys.stdin, start=1):
-            sys.stdout.write(decode_line(tokenizer, line, number) + "\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Export a phase-one Z-Code++ checkpoint: fold the GDES delta in, drop the generator and the
 RTD head (Section 2.1, "after model training, E_delta is added to E_G").
 
-    python -m fairseq_ext.zcodepp.export PHASE1/checkpoint_best.pt OUT/zcodepp.pt
+    python -m fairseq_ext.cli.zcodepp_export PHASE1/checkpoint_best.pt OUT/zcodepp.pt
 
 The result loads as an ordinary ``zcodepp`` model (``--generator-layers 0``) for phase two,
 fine-tuning, generation and the hub. Loading the phase-one checkpoint directly with
@@ -37,16 +37,3 @@ def export(source, destination):
         state["cfg"] = OmegaConf.to_container(state["cfg"], resolve=True, enum_to_str=True)  # as fairseq saves
     torch.save(state, str(destination))
     return state
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("source", help="phase-one checkpoint (trained with --generator-layers N)")
-    parser.add_argument("destination", help="where to write the exported checkpoint")
-    args = parser.parse_args(argv)
-    export(args.source, args.destination)
-    logger.info(f"wrote {args.destination}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # BART-LS pre-training by T5 span corruption on long inputs made of randomly concatenated
 # documents (the paper's best setting), starting from a BART checkpoint converted with
-# python -m fairseq_ext.convert bart_ls. Every variable can be overridden from the environment:
+# python -m fairseq_ext.cli.convert bart_ls. Every variable can be overridden from the environment:
 #
 #   BART=checkpoints/bart/checkpoint_best.pt DATA=data/wiki/bin bash scripts/bart_ls/long_denoising.sh
 #
@@ -23,7 +23,7 @@ linear_decay_args "${MAX_UPDATE}"
 mkdir -p "${SAVE}"
 INIT="${SAVE}/bart_ls_init/model.pt"
 if [[ ! -f "${INIT}" ]]; then
-    python -m fairseq_ext.convert bart_ls --bart "${BART}" --dict "${DICT}" --out "$(dirname "${INIT}")" \
+    python -m fairseq_ext.cli.convert bart_ls --bart "${BART}" --dict "${DICT}" --out "$(dirname "${INIT}")" \
         --arch "${ARCH}" --max-source-positions "${SOURCE_POSITIONS}" --num-sentinels "${NUM_SENTINELS}" \
         --block-size "${BLOCK_SIZE}" --pooling-layers "${POOLING_LAYERS}"
 fi

@@ -7,7 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-INIT="${INIT:?set INIT to a BART-LS checkpoint (python -m fairseq_ext.convert bart_ls writes OUT/model.pt)}"
+INIT="${INIT:?set INIT to a BART-LS checkpoint (python -m fairseq_ext.cli.convert bart_ls writes OUT/model.pt)}"
 defaults DATA=data/wiki/bin SAVE=checkpoints/bart_ls_model_based ARCH=bart_ls_large SOURCE_POSITIONS=16384 \
     TOKENS_PER_SAMPLE=8190 BLOCK_SIZE=1024 POOLING_LAYERS=4 NUM_SENTINELS=256 TARGET_POSITIONS=1024 CANDIDATE_DENSITY=0.3125 \
     HARD_FRACTION=0.2 SCORER_LAYERS=4 SCORER_DIM=512 FREEZE_SCORER=0 SCORER_PATH= LR=1e-4 MAX_UPDATE=100000 \

@@ -53,5 +53,5 @@ fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization 
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --bpe sentencepiece --sentencepiece-model "${DATA}/spm.model" > "${SAVE_DIR}/generate-${SUBSET}.txt"
 hypotheses "${SAVE_DIR}/generate-${SUBSET}.txt" "${SAVE_DIR}/${SUBSET}.hyp"
-python -m fairseq_ext.scoring.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
+python -m fairseq_ext.cli.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
     | tee "${SAVE_DIR}/${SUBSET}.scores.txt"

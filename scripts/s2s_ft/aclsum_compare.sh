@@ -51,7 +51,7 @@ wait
 for init in ${SYSTEMS}; do
     rouge "${WORK}/${init}/test.hyp" "${DATA_DIR}/raw/test.target" "${WORK}/rouge-${init}.txt" > /dev/null
 done
-python -m fairseq_ext.rouge.lead --source "${DATA_DIR}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
+python -m fairseq_ext.cli.lead --source "${DATA_DIR}/raw/test.source" --n 3 --out "${WORK}/lead3.hyp"
 rouge "${WORK}/lead3.hyp" "${DATA_DIR}/raw/test.target" "${WORK}/rouge-lead3.txt" > /dev/null
 tables=()
 for init in ${SYSTEMS}; do tables+=("s2s-ft ${METHOD} (init ${init})=${WORK}/rouge-${init}.txt"); done

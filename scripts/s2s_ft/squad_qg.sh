@@ -33,5 +33,5 @@ CHECKPOINT="${SAVE_DIR}/checkpoint_best.pt" OUT="${SAVE_DIR}" PRESET=squad_qg SU
     bash "${REPO}/scripts/s2s_ft/decode.sh"
 hypotheses "${SAVE_DIR}/generate-${SUBSET}.txt" "${SAVE_DIR}/${SUBSET}.ref" T
 REF="${REF:-${SAVE_DIR}/${SUBSET}.ref}"
-python -m fairseq_ext.scoring.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
+python -m fairseq_ext.cli.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \
     | tee "${SAVE_DIR}/${SUBSET}.scores.txt"

@@ -21,7 +21,7 @@ convert_flags=()
 if [[ "${MODEL_ARGS}" == *--no-source-embeddings* ]]; then
     convert_flags+=(--no-source-embeddings)
 fi
-python -m fairseq_ext.convert transformer_sm --hf-dir "${HF_MODEL}" --out "${WORK}/conv" "${convert_flags[@]}"
+python -m fairseq_ext.cli.convert transformer_sm --hf-dir "${HF_MODEL}" --out "${WORK}/conv" "${convert_flags[@]}"
 
 echo "== [2/4] encoding ${RAW} with the model's tokenizer -> ${WORK}/ids"
 mkdir -p "${WORK}/ids"
@@ -32,7 +32,7 @@ for split in train valid test; do
         outputs+=("${WORK}/ids/${split}.${side}")
     done
 done
-python -m fairseq_ext.transformer_sm.hf_text encode --tokenizer "${HF_TOKENIZER}" \
+python -m fairseq_ext.cli.hf_text encode --tokenizer "${HF_TOKENIZER}" \
     --inputs "${inputs[@]}" --outputs "${outputs[@]}"
 
 echo "== [3/4] fairseq-preprocess with the converted dictionary -> ${WORK}/bin"

@@ -29,7 +29,7 @@ fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task transformer_sm -
     "${bpe_args[@]}" ${EXTRA_ARGS} > "${OUT}/generate.txt"
 if [[ -n "${HF_TOKENIZER}" ]]; then
     hypotheses "${OUT}/generate.txt" "${OUT}/hyp.ids.txt" H
-    python -m fairseq_ext.transformer_sm.hf_text decode --tokenizer "${HF_TOKENIZER}" < "${OUT}/hyp.ids.txt" > "${OUT}/hyp.txt"
+    python -m fairseq_ext.cli.hf_text decode --tokenizer "${HF_TOKENIZER}" < "${OUT}/hyp.ids.txt" > "${OUT}/hyp.txt"
 else
     hypotheses "${OUT}/generate.txt" "${OUT}/hyp.txt"
 fi

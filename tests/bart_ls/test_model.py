@@ -10,8 +10,8 @@ from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
+from fairseq_ext.cli.convert import main as convert_main
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict, tile_positions
-from fairseq_ext.convert.cli import main as convert_main
 from parity import BEAM_REORDERS, BEAMS, SENTENCES, incremental_with_reorders, perturb_parameters
 from toys import toy_dictionary
 

@@ -107,7 +107,7 @@ def _ema_seed(path, data):
 
 
 def _bart_ls_convert(path, data):
-    from fairseq_ext.convert.cli import main
+    from fairseq_ext.cli.convert import main
 
     return main(["bart_ls", "--bart", str(path), "--dict", str(data / "dict.source.txt"),
                  "--out", str(path.parent / "ls"), "--arch", "bart_ls_tiny", "--max-source-positions", "512",
@@ -115,7 +115,7 @@ def _bart_ls_convert(path, data):
 
 
 def _zcodepp_export(path, data):
-    from fairseq_ext.zcodepp.export import main
+    from fairseq_ext.cli.zcodepp_export import main
 
     return main([str(path), str(path.parent / "exported.pt")])
 
@@ -130,26 +130,26 @@ def _hf_dir(path):
 
 
 def _prophetnet_convert(path, data):
-    from fairseq_ext.convert.cli import main
+    from fairseq_ext.cli.convert import main
 
     return main(["prophetnet", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "pn")])
 
 
 def _s2s_ft_convert(path, data):
-    from fairseq_ext.convert.cli import main
+    from fairseq_ext.cli.convert import main
 
     return main(["s2s_ft", "--hf-dir", str(_hf_dir(path)), "--dict", str(data / "dict.source.txt"),
                  "--out", str(path.parent / "s2s")])
 
 
 def _transformer_sm_convert(path, data):
-    from fairseq_ext.convert.cli import main
+    from fairseq_ext.cli.convert import main
 
     return main(["transformer_sm", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "sm")])
 
 
 def _zcodepp_convert(path, data):
-    from fairseq_ext.convert.cli import main
+    from fairseq_ext.cli.convert import main
 
     return main(["zcodepp", "--hf-dir", str(_hf_dir(path)), "--out", str(path.parent / "zc")])
 

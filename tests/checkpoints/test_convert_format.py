@@ -25,8 +25,8 @@ from transformers import (
 )
 
 import user_dir
+from fairseq_ext.cli import convert as cli
 from fairseq_ext.compat.checkpoint import safe_load
-from fairseq_ext.convert import cli
 from fairseq_ext.convert.bart_ls import extend_bart_state_dict
 from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_map
 from fairseq_ext.convert.validate import ConversionError
@@ -187,7 +187,7 @@ MODULES = (checkpoint_utils, models, options, data_utils, distributed_utils, dis
 def snapshot():
     return [{k: id(v) for k, v in vars(m).items() if callable(v)} for m in MODULES]
 before, allowed = snapshot(), set(torch.serialization.get_safe_globals())
-from fairseq_ext.convert.cli import main
+from fairseq_ext.cli.convert import main
 report = {}
 for family, argv in json.loads(sys.argv[1]).items():
     main(argv)

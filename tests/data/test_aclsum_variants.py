@@ -56,7 +56,7 @@ def test_join_lines():
 
 def test_join_lines_cli(tmp_path):
     (tmp_path / "in.txt").write_text("a\nb\nc\nd\ne\nf\n")
-    run = [sys.executable, "-m", "fairseq_ext.data.join_lines", "--every", "3", str(tmp_path / "in.txt")]
+    run = [sys.executable, "-m", "fairseq_ext.cli.join_lines", "--every", "3", str(tmp_path / "in.txt")]
     subprocess.run([*run, str(tmp_path / "out.txt")], check=True)
     assert (tmp_path / "out.txt").read_text() == "a b c\nd e f\n"
     (tmp_path / "in.txt").write_text("a\nb\n")

@@ -2,10 +2,10 @@
 
 import pytest
 
+from fairseq_ext.cli.gap_sentences import main
 from fairseq_ext.data.gap_sentences import (
     _unigrams,
     gap_sentence_pairs,
-    main,
     principal_sentence,
     rouge1_f,
     split_sentences,

@@ -7,7 +7,7 @@ same path; nothing is downloaded.)"""
 import pytest
 import torch
 
-from fairseq_ext.convert.cli import main as convert
+from fairseq_ext.cli.convert import main as convert
 from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
 from harness import generate, read_lines, train
 from prophetnet_oracle import tiny_hf_prophetnet

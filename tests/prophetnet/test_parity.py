@@ -1,6 +1,6 @@
 """Parity of converted HF ProphetNet weights: a randomly initialized
 ``ProphetNetForConditionalGeneration`` (the independent oracle), converted with
-``python -m fairseq_ext.convert prophetnet`` and loaded the way fairseq-generate loads a checkpoint,
+``python -m fairseq_ext.cli.convert prophetnet`` and loaded the way fairseq-generate loads a checkpoint,
 gives the same next-token and n-gram log-probabilities on a padded batch."""
 
 import pytest
@@ -11,8 +11,8 @@ from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 from transformers.models.prophetnet.modeling_prophetnet import ProphetNetNgramSelfAttention
 
 import user_dir  # noqa: F401  (registers the model and makes checkpoints load safely)
+from fairseq_ext.cli.convert import main as convert
 from fairseq_ext.convert import prophetnet as convert_prophetnet
-from fairseq_ext.convert.cli import main as convert
 from fairseq_ext.data.wordpiece import bert_dictionary, read_vocab
 from prophetnet_oracle import VOCAB, hf_prophetnet
 

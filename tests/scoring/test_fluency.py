@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_ext.rouge.fluency import back_to_back, fluency, main, repeated_bigrams, words
-from fairseq_ext.rouge.lead import aclsum_lead_lines
+from fairseq_ext.cli.fluency import main
+from fairseq_ext.cli.lead import aclsum_lead_lines
+from fairseq_ext.rouge.fluency import back_to_back, fluency, repeated_bigrams, words
 
 REPO = Path(__file__).resolve().parents[2]
 ISSUE_EXAMPLES = ["machine translation translation systems", "analogical learning learning",

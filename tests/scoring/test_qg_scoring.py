@@ -91,7 +91,7 @@ def test_validation_generation_args_are_shared_or_refused():
 
 def test_scorer_prints_signature_rouge_l_and_says_why_no_meteor(tmp_path):
     cli_bleu(tmp_path, HYPS, REFS)
-    run = subprocess.run([sys.executable, "-m", "fairseq_ext.scoring.qg", str(tmp_path / "hyp.txt"),
+    run = subprocess.run([sys.executable, "-m", "fairseq_ext.cli.qg", str(tmp_path / "hyp.txt"),
                           str(tmp_path / "ref.txt"), "--json", str(tmp_path / "s.json")],
                          capture_output=True, text=True, check=True)  # fmt: skip
     lines = run.stdout.splitlines()
@@ -116,7 +116,7 @@ def test_rouge_l_is_the_plugins_rouge_l(tmp_path):
 def test_scorer_refuses_mismatched_files(tmp_path):
     (tmp_path / "h").write_text("a\nb\n")
     (tmp_path / "r").write_text("a\n")
-    run = subprocess.run([sys.executable, "-m", "fairseq_ext.scoring.qg", str(tmp_path / "h"), str(tmp_path / "r")],
+    run = subprocess.run([sys.executable, "-m", "fairseq_ext.cli.qg", str(tmp_path / "h"), str(tmp_path / "r")],
                          capture_output=True, text=True)  # fmt: skip
     assert run.returncode != 0 and "has 2 lines but" in run.stderr
 

@@ -17,11 +17,12 @@ import aclsum
 import numpy as np
 import pytest
 
-from fairseq_ext.rouge import cli, perl, score_corpus, sentence_rouge
+from fairseq_ext.cli import files2rouge as cli
+from fairseq_ext.cli.lead import main as lead_main
+from fairseq_ext.rouge import perl, score_corpus, sentence_rouge
 from fairseq_ext.rouge.backends import evaluate
 from fairseq_ext.rouge.bootstrap import perl_instance_order, perl_resample_indices
 from fairseq_ext.rouge.lead import lead_n, split_document
-from fairseq_ext.rouge.lead import main as lead_main
 from fairseq_ext.rouge.options import Rouge155Options
 from fairseq_ext.rouge.scoring import split_sentences
 from fairseq_ext.rouge.tokenizer import porter_stem, rouge155_tokens
@@ -248,7 +249,7 @@ def test_mismatched_line_counts_fail(capsys, tmp_path):
     ref = write_lines(tmp_path / "ref.txt", ["a b", "c d"])
     message = files2rouge_error(capsys, hyp, ref)
     assert str(hyp) in message and str(ref) in message and "3 lines" in message and "has 2" in message
-    result = subprocess.run([sys.executable, "-m", "fairseq_ext.rouge.cli", str(hyp), str(ref)],
+    result = subprocess.run([sys.executable, "-m", "fairseq_ext.cli.files2rouge", str(hyp), str(ref)],
                             capture_output=True, text=True, cwd=REPO,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode != 0 and "3 lines" in result.stderr

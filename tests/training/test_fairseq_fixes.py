@@ -184,7 +184,7 @@ CONVERT_PROPHETNET = """
 import sys, torch
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 from fairseq_ext import compat
-from fairseq_ext.convert.cli import main as convert
+from fairseq_ext.cli.convert import main as convert
 tokens = ["[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(30)]
 hf, out = sys.argv[1], sys.argv[2]
 with open(hf + "/vocab.txt", "w") as f:

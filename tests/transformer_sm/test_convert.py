@@ -7,7 +7,7 @@ from fairseq.data import Dictionary
 from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPTLMHeadModel
 
 import user_dir  # noqa: F401  (registers the plugin)
-from fairseq_ext.convert.cli import main
+from fairseq_ext.cli.convert import main
 from fairseq_ext.convert.transformer_sm import convert_state_dict, hf_vocabulary_dictionary, model_args_from_hf
 from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
 from parity import perturb_parameters
@@ -189,6 +189,7 @@ def test_hf_text_roundtrip_with_a_local_tokenizer(tmp_path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    from fairseq_ext.cli.hf_text import main as hf_text_main
     from fairseq_ext.transformer_sm import hf_text
 
     bpe = Tokenizer(models.BPE())
@@ -199,8 +200,8 @@ def test_hf_text_roundtrip_with_a_local_tokenizer(tmp_path):
     PreTrainedTokenizerFast(tokenizer_object=bpe).save_pretrained(tmp_path / "tok")
 
     (tmp_path / "in.txt").write_text("the cat sat on a paper mat\n\nan unseen wörd\n", encoding="utf-8")
-    hf_text.main(["encode", "--tokenizer", str(tmp_path / "tok"),
-                  "--inputs", str(tmp_path / "in.txt"), "--outputs", str(tmp_path / "out.ids")])
+    hf_text_main(["encode", "--tokenizer", str(tmp_path / "tok"),
+                 "--inputs", str(tmp_path / "in.txt"), "--outputs", str(tmp_path / "out.ids")])
     lines = (tmp_path / "out.ids").read_text().splitlines()
     assert len(lines) == 3 and lines[1] == "" and all(s.isdigit() for s in lines[0].split())
     tokenizer = hf_text.load_tokenizer(str(tmp_path / "tok"))

@@ -9,7 +9,7 @@ from fairseq import checkpoint_utils
 from transformers import DebertaV2Model
 
 from deberta_oracle import PAD, PARITY_CONFIGS, build_encoder, encode, hf_config, random_tokens
-from fairseq_ext.convert.cli import main
+from fairseq_ext.cli.convert import main
 from fairseq_ext.convert.zcodepp import deberta_v2_to_encoder_state, encoder_options, load_deberta_v2
 from parity import perturb_parameters
 

@@ -5,7 +5,7 @@ self-attention (:mod:`fairseq_ext.bart_ls.attention`), chosen by ``--encoder-att
 (``block`` | ``overlapping`` | ``global`` | ``full``), with pooling-augmented attention in the
 top ``--pooling-layers`` encoder layers (:mod:`fairseq_ext.bart_ls.pooling`). The decoder is
 BART's, with full attention. Weight names are BART's (pooling weights are new), so a BART
-checkpoint extended by ``python -m fairseq_ext.convert bart_ls`` loads directly.
+checkpoint extended by ``python -m fairseq_ext.cli.convert bart_ls`` loads directly.
 
 Sizes: ``bart_ls_tiny`` (tests), ``bart_ls_base``, ``bart_ls_large`` (16K source positions,
 block 1024, pooling in the top 4 layers: the paper's setting).

@@ -5,7 +5,7 @@ between documents, as ``python -m preprocess.prepare --corpus wiki`` writes), co
 documents in a random order every epoch (the paper's best pre-training input), cuts bodies of
 ``--tokens-per-sample`` tokens and corrupts spans (:mod:`fairseq_ext.noising.spans`). The
 dictionary gets ``--num-sentinels`` sentinel symbols appended; convert a BART checkpoint with
-the same ``--num-sentinels`` (``python -m fairseq_ext.convert bart_ls``) to start from it.
+the same ``--num-sentinels`` (``python -m fairseq_ext.cli.convert bart_ls``) to start from it.
 """
 
 import logging

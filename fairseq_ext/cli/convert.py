@@ -1,4 +1,4 @@
-"""``python -m fairseq_ext.convert FAMILY [flags]``: every converter behind one command.
+"""``python -m fairseq_ext.cli.convert FAMILY [flags]``: every converter behind one command.
 
 Each family module gives ``add_args(parser)`` (its input flags) and ``convert(args)``, which
 writes ``--out`` (:mod:`fairseq_ext.convert.write`) and returns the path of ``model.pt``.
@@ -10,7 +10,7 @@ import logging
 import sys
 
 from ..compat.checkpoint import CheckpointError
-from .validate import ConversionError
+from ..convert.validate import ConversionError
 
 #: family -> what it converts (the order of ``--help``)
 FAMILIES = {
@@ -26,13 +26,13 @@ USER_ERRORS = (ConversionError, CheckpointError, FileNotFoundError, NotADirector
 
 def get_parser():
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.convert",
+        prog="python -m fairseq_ext.cli.convert",
         description="Convert released weights (local files only) to a fairseq checkpoint of the plugin: "
                     "OUT/model.pt, OUT/args.txt (the model flags), OUT/dict*.txt (the dictionary).",
     )  # fmt: skip
     families = parser.add_subparsers(dest="family", required=True, metavar="FAMILY")
     for name, summary in FAMILIES.items():
-        module = importlib.import_module(f".{name}", __package__)
+        module = importlib.import_module(f"fairseq_ext.convert.{name}")
         sub = families.add_parser(name, help=summary, description=module.__doc__.split("\n\n")[0])
         module.add_args(sub)
         sub.add_argument("--out", required=True, help="output directory (model.pt, args.txt, dict*.txt)")
@@ -52,7 +52,11 @@ def run(argv=None):
     try:
         path = main(argv)
     except USER_ERRORS as err:
-        print(f"python -m fairseq_ext.convert: error: {err}", file=sys.stderr)
+        print(f"python -m fairseq_ext.cli.convert: error: {err}", file=sys.stderr)
         return 1
     print(path)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

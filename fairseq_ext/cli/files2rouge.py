@@ -16,10 +16,10 @@ import argparse
 import sys
 import time
 
-from .backends import BACKENDS, check_supported, evaluate
-from .files import read_lines
-from .options import DEFAULT_ROUGE_ARGS, Rouge155Options
-from .scoring import DEFAULT_EOS, split_sentences
+from ..rouge.backends import BACKENDS, check_supported, evaluate
+from ..rouge.files import read_lines
+from ..rouge.options import DEFAULT_ROUGE_ARGS, Rouge155Options
+from ..rouge.scoring import DEFAULT_EOS, split_sentences
 
 
 def build_parser() -> argparse.ArgumentParser:

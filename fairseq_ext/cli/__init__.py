@@ -1,0 +1,19 @@
+"""The command-line programs of the library, one module each: ``python -m fairseq_ext.cli.NAME``.
+
+==================  ===================================================================
+``convert``          released weights -> a checkpoint of the plugin (also
+                     ``python -m fairseq_ext.convert``)
+``files2rouge``      ROUGE of two files (the ``files2rouge`` command)
+``lead``             the LEAD-n baseline
+``fluency``          back-to-back repeats and repeated bigrams of summary files
+``qg``               question-generation BLEU-4, ROUGE-L, METEOR
+``join_lines``       every N lines joined into one (aspect summaries -> a document's)
+``gap_sentences``    PEGASUS gap-sentence pairs from the shipped Wikipedia text
+``squad_sample``     the small SQuAD-format sample of the question-generation recipes
+``hf_text``          text <-> token-id lines with a local Hugging Face tokenizer
+``zcodepp_export``   a phase-one Z-Code++ checkpoint with the GDES delta folded in
+==================  ===================================================================
+
+Each parses its arguments and calls the library; the data preparation commands are
+``python -m preprocess.prepare`` and ``python -m preprocess.prepare_wordpiece``.
+"""
