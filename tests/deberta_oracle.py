@@ -8,7 +8,7 @@ from fairseq.models.transformer import TransformerConfig
 from transformers import DebertaV2Config
 
 import user_dir  # noqa: F401  (registers zcodepp)
-from fairseq_ext.convert.zcodepp import encoder_options, load_deberta_v2
+from fairseq_ext.convert.zcodepp import convert_config, load_deberta_v2
 from fairseq_ext.zcodepp.encoder import ZCodeEncoder
 from toys import toy_dictionary
 from user_dir.models.zcodepp import zcodepp_tiny_architecture
@@ -64,7 +64,7 @@ def build_encoder(fie_chunk_size=0, fie_global_layers=1, layers=LAYERS, **option
 
 def converted(hf):
     """Our encoder with the options the HF config needs, loaded with the HF weights."""
-    options = encoder_options(hf.config)
+    options = convert_config(hf.config)
     encoder = build_encoder(**{k: v for k, v in options.items() if k != "encoder_layers"})
     return load_deberta_v2(encoder, hf.state_dict(), hf.config)
 

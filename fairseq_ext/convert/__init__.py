@@ -15,8 +15,11 @@ its key map.
 * :mod:`.embeddings`: the one rule for token-embedding rows (the dictionary decides);
 * :mod:`.write`: the output, ``OUT/model.pt`` (a fairseq checkpoint), ``OUT/args.txt``,
   ``OUT/dict*.txt``;
-* one module per family (its key map and config mapping); the command is
-  :mod:`fairseq_ext.cli.convert`.
+* one module per family, with one protocol: ``convert_config(config, ...)`` (the released
+  config -> our model options, refusing what we would compute differently; BART-LS keeps
+  BART's own), ``convert_state_dict(state, config, ...)`` (the key map), checked by
+  :func:`.validate.check_state` where a model is built, and ``add_args``/``convert`` for the
+  command, :mod:`fairseq_ext.cli.convert`.
 
 Nothing here imports ``user_dir`` or installs the plugin's fairseq fixes.
 """

@@ -55,7 +55,7 @@ def tile_positions(weight, padding_idx, max_positions):
     return torch.cat([head, table.repeat(repeats, 1)[:max_positions]])  # (offset + max, C)
 
 
-def extend_bart_state_dict(state, *, padding_idx, dict_size, max_source_positions, num_sentinels,
+def convert_state_dict(state, *, padding_idx, dict_size, max_source_positions, num_sentinels,
                            encoder_layers, embed_dim, heads, pooling_layers=0, pooling_kernel=18,
                            pooling_stride=12, pooling_padding=9, seed=0):
     """A BART model state dict -> a BART-LS one (a new dict; the input is not modified)."""
@@ -107,7 +107,7 @@ def convert_checkpoint(bart_path, dict_path, out_dir, arch, num_sentinels, seed=
     except ValueError as err:
         raise validate.ConversionError(str(err)) from err
     dictionary = Dictionary.load(str(dict_path))
-    model = extend_bart_state_dict(
+    model = convert_state_dict(
         state["model"], padding_idx=dictionary.pad(), dict_size=len(dictionary), num_sentinels=num_sentinels,
         encoder_layers=layers, embed_dim=dim, heads=heads, seed=seed,
         **{k: v for k, v in options.items() if k not in ("encoder_attention", "block_size", "global_tokens")},

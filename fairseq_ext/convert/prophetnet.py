@@ -58,7 +58,7 @@ def hf_padding_idx(config):
     return pad
 
 
-def model_args(config):
+def convert_config(config):
     """Command-line sizes of ``prophetnet_summ`` equal to an HF ProphetNet config."""
     config = validate.config_dict(config)
     validate.require_model_type(config, ("prophetnet",), default="prophetnet")
@@ -110,7 +110,7 @@ def convert_state_dict(state, config, tokens, padding_idx):
     """HF state dict -> state dict of ``ProphetNetSummModel`` (same sizes); the embedding
     rows follow :func:`fairseq_ext.data.wordpiece.bert_dictionary` of ``tokens``."""
     config = validate.config_dict(config)
-    args = model_args(config)
+    args = convert_config(config)
     hf_pad = hf_padding_idx(config)
     rows = _embeddings(state)[0].size(0)
     if len(tokens) > rows:
@@ -165,7 +165,7 @@ def convert_dir(hf_dir, vocab=None):
         logger.warning(f"decoder_start_token_id={start} is not [SEP] ({tokens.index('[SEP]')}); "
                        "fairseq starts decoding with [SEP] (eos), as the public ProphetNet does")
     state = convert_state_dict(checkpoint.state, config, tokens, dictionary.pad())
-    options = {**model_args(config), **sharing(checkpoint.state)}
+    options = {**convert_config(config), **sharing(checkpoint.state)}
     return Converted(state, ARCH, options, TASK, CRITERION, dictionary=dictionary, default_on=DEFAULT_ON)
 
 

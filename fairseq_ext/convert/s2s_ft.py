@@ -79,7 +79,7 @@ IGNORED = ("pooler.", "embeddings.position_ids", "embeddings.token_type_ids", "c
            "cls.predictions.decoder.", "lm_head.decoder.")  # fmt: skip
 
 
-def hf_config_to_ours(hf_config, vocab_size: int, padding_idx: int, type_vocab_size: int = 2):
+def convert_config(hf_config, vocab_size: int, padding_idx: int, type_vocab_size: int = 2):
     """A HF ``config.json`` (bert/roberta) -> :class:`S2SFTTransformerConfig` sizes."""
     config = validate.config_dict(hf_config)
     validate.require_model_type(config, MODEL_TYPES)
@@ -115,7 +115,7 @@ def hf_token_map(symbols: List[str], hf_vocab: Dict[str, int], model_type: str =
     return token_map(symbols, hf_vocab, BERT_NAMES if model_type == "bert" else ROBERTA_NAMES)
 
 
-def convert_hf_state_dict(
+def convert_state_dict(
     hf_state: Dict[str, torch.Tensor],
     hf_config: dict,
     token_map: torch.Tensor,
@@ -175,12 +175,7 @@ def convert_hf_state_dict(
     if unused:
         raise validate.ConversionError(f"unexpected weights in the checkpoint: {unused[:8]}")
     out["lm_head.weight"] = out["embeddings.word.weight"]  # tied
-    for name, value in out.items():
-        if name not in init_state:
-            raise validate.ConversionError(f"converted weight {name} has no place in the model")
-        if value.shape != init_state[name].shape:
-            raise validate.ConversionError(f"{name}: checkpoint shape {tuple(value.shape)} != model "
-                                     f"{tuple(init_state[name].shape)}")
+    validate.check_state(out, init_state)
     left = sorted(set(init_state) - set(out))
     return {**init_state, **out}, left
 
@@ -204,7 +199,7 @@ def load_pretrained(body, directory, symbols: List[str], checkpoint=None) -> Lis
     weights left at initialization."""
     checkpoint = read_hf_dir(directory) if checkpoint is None else checkpoint
     config = checkpoint.config
-    expected = hf_config_to_ours(config, body.cfg.vocab_size, body.cfg.padding_idx, body.cfg.type_vocab_size)
+    expected = convert_config(config, body.cfg.vocab_size, body.cfg.padding_idx, body.cfg.type_vocab_size)
     for field in ("embed_dim", "layers", "attention_heads", "ffn_embed_dim"):
         if getattr(expected, field) != getattr(body.cfg, field):
             raise validate.ConversionError(
@@ -223,7 +218,7 @@ def load_pretrained(body, directory, symbols: List[str], checkpoint=None) -> Lis
     unknown = int((ids < 0).sum())
     if unknown:
         logger.warning(f"{unknown} of {len(symbols)} dictionary symbols are not in {directory}'s vocabulary")
-    converted, left = convert_hf_state_dict(checkpoint.state, config, ids, body.state_dict(), pad=body.cfg.padding_idx)
+    converted, left = convert_state_dict(checkpoint.state, config, ids, body.state_dict(), pad=body.cfg.padding_idx)
     body.load_state_dict(converted)
     logger.info(f"loaded {directory} ({config['model_type']}); left at initialization: {left or 'nothing'}")
     return left
@@ -254,7 +249,7 @@ def add_args(parser):
 def convert(args):
     dictionary = task_dictionary(args.dict)
     checkpoint = read_hf_dir(args.hf_dir)
-    body = S2SFTTransformer(hf_config_to_ours(checkpoint.config, len(dictionary), dictionary.pad()))
+    body = S2SFTTransformer(convert_config(checkpoint.config, len(dictionary), dictionary.pad()))
     load_pretrained(body, args.hf_dir, dictionary.symbols, checkpoint)
     # the registered model holds its one body in the encoder (the decoder shares it unregistered)
     state = {f"encoder.body.{name}": value for name, value in body.state_dict().items()}

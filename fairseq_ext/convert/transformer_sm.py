@@ -42,7 +42,7 @@ BLOCK_LINEARS = {"attn.c_proj": "self_attn.out_proj", "mlp.c_fc": "fc1", "mlp.c_
 BLOCK_NORMS = {"ln_1": "self_attn_layer_norm", "ln_2": "final_layer_norm"}
 
 
-def model_args_from_hf(config):
+def convert_config(config):
     """``TransformerSMConfig`` fields (a dict) matching a Hugging Face GPT/GPT-2 config."""
     config = validate.config_dict(config)
     kind = validate.require_model_type(config, MODEL_TYPES)
@@ -83,13 +83,13 @@ def id_symbol_map(dictionary, vocab_size):
     return torch.tensor([int(s) if s.isdigit() and int(s) < vocab_size else -1 for s in dictionary.symbols])
 
 
-def convert_state_dict(config, hf_state, dictionary, source_embeddings=True, source_norm_ratio=0.5,
+def convert_state_dict(hf_state, config, dictionary, source_embeddings=True, source_norm_ratio=0.5,
                        new_row_std=1.0, seed=0):
     """The ``transformer_sm`` state dict for Hugging Face GPT/GPT-2 weights ``hf_state``.
 
     ``dictionary`` is the one the task uses (with ``<delim>``)."""
     config = validate.config_dict(config)
-    args = model_args_from_hf(config)
+    args = convert_config(config)
     state = _strip(hf_state)
     generator = torch.Generator().manual_seed(seed)
     gpt2 = config["model_type"] == "gpt2"
@@ -151,11 +151,11 @@ def add_args(parser):
 
 def convert(args):
     checkpoint = read_hf_dir(args.hf_dir)
-    model_args = model_args_from_hf(checkpoint.config)
+    model_args = convert_config(checkpoint.config)
     vocab_size = validate.value(checkpoint.config, "vocab_size")
     base = Dictionary.load(args.dict) if args.dict else hf_vocabulary_dictionary(vocab_size)
     state = convert_state_dict(
-        checkpoint.config, checkpoint.state, task_dictionary(base),
+        checkpoint.state, checkpoint.config, task_dictionary(base),
         source_embeddings=not args.no_source_embeddings, source_norm_ratio=args.source_norm_ratio,
         new_row_std=args.new_row_std, seed=args.seed,
     )  # fmt: skip

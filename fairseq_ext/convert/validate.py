@@ -142,3 +142,14 @@ def split_names(value):
     if isinstance(value, str):
         value = value.split("|")
     return {part.strip().lower() for part in value if part.strip()}
+
+
+def check_state(converted, expected):
+    """The one shape check of every converter: each converted weight has a place in the model
+    (``expected``, its ``state_dict()``) and that place's shape."""
+    for name, tensor in converted.items():
+        if name not in expected:
+            raise ConversionError(f"converted weight {name} has no place in the model")
+        if tensor.shape != expected[name].shape:
+            raise ConversionError(f"{name}: checkpoint shape {tuple(tensor.shape)} != model "
+                                  f"{tuple(expected[name].shape)}")

@@ -57,7 +57,7 @@ ENCODER_VERSION = 3.0
 ONLY_V3 = "; the Z-Code++ encoder implements DeBERTa-v3's attention only"
 
 
-def encoder_options(config):
+def convert_config(config):
     """The ``zcodepp`` model options (a dict of config fields) whose encoder computes what the
     DeBERTa-v2/v3 ``config`` (a dict or ``DebertaV2Config``) computes; an unsupported field
     raises :class:`~fairseq_ext.convert.validate.ConversionError` naming it."""
@@ -101,12 +101,12 @@ def encoder_options(config):
     }
 
 
-def deberta_v2_to_encoder_state(hf_state, config, prefix=""):
+def convert_state_dict(hf_state, config, prefix=""):
     """Rename ``hf_state`` (a ``DebertaV2Model`` state dict, optionally under ``deberta.``) to
     :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder` keys, each under ``prefix``, after
-    checking ``config`` (:func:`encoder_options`). Load the result with :func:`load_deberta_v2`, which also checks
+    checking ``config`` (:func:`convert_config`). Load the result with :func:`load_deberta_v2`, which also checks
     that the encoder was built with the options the config needs."""
-    encoder_options(config)
+    convert_config(config)
     out = {prefix + "version": torch.tensor([ENCODER_VERSION])}
     for name, tensor in hf_state.items():
         name = name.removeprefix("deberta.")
@@ -125,7 +125,7 @@ def deberta_v2_to_encoder_state(hf_state, config, prefix=""):
     return out
 
 
-#: encoder_options() field -> (ZCodeEncoder attribute path, fairseq flag)
+#: convert_config() field -> (ZCodeEncoder attribute path, fairseq flag)
 ENCODER_CHECKS = {
     "relative_buckets": ("relative_buckets", "--relative-buckets"),
     "relative_max_distance": ("relative_max_distance", "--relative-max-distance"),
@@ -141,13 +141,15 @@ def load_deberta_v2(encoder, hf_state, config):
     :class:`~fairseq_ext.zcodepp.encoder.ZCodeEncoder`), strictly, after checking that the
     encoder was built with the options the config needs (an option it differs in raises,
     naming the fairseq flag)."""
-    options = encoder_options(config)
+    options = convert_config(config)
     for field, (attribute, flag) in ENCODER_CHECKS.items():
         ours = getattr(encoder, attribute)
         if ours != options[field]:
             raise validate.ConversionError(f"the DeBERTa config needs {flag} {options[field]} (from its "
                                            f"{field}), the encoder was built with {ours}")
-    encoder.load_state_dict(deberta_v2_to_encoder_state(hf_state, config), strict=True)
+    state = convert_state_dict(hf_state, config)
+    validate.check_state(state, encoder.state_dict())
+    encoder.load_state_dict(state, strict=True)
     return encoder
 
 
@@ -157,6 +159,6 @@ def add_args(parser):
 
 def convert(args):
     checkpoint = read_hf_dir(args.hf_dir)
-    options = encoder_options(checkpoint.config)
-    state = deberta_v2_to_encoder_state(checkpoint.state, checkpoint.config, prefix="encoder.")
+    options = convert_config(checkpoint.config)
+    state = convert_state_dict(checkpoint.state, checkpoint.config, prefix="encoder.")
     return write_converted(args.out, Converted(state, ARCH, options, TASK, CRITERION))

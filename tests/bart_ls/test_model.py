@@ -11,7 +11,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import user_dir  # noqa: F401  (registers bart_ls and bart_summ_tiny)
 from fairseq_ext.cli.convert import main as convert_main
-from fairseq_ext.convert.bart_ls import extend_bart_state_dict, tile_positions
+from fairseq_ext.convert.bart_ls import convert_state_dict, tile_positions
 from parity import BEAM_REORDERS, BEAMS, SENTENCES, incremental_with_reorders, perturb_parameters
 from toys import toy_dictionary
 
@@ -57,7 +57,7 @@ def batch(task, lengths, seed=0):
 
 def convert(bart, bart_ls_args, num_sentinels=0, pooling_layers=0):
     cfg = bart.args
-    return extend_bart_state_dict(
+    return convert_state_dict(
         bart.state_dict(), padding_idx=1, dict_size=len(bart.encoder.dictionary),
         max_source_positions=bart_ls_args["max_source_positions"], num_sentinels=num_sentinels,
         encoder_layers=cfg.encoder_layers, embed_dim=cfg.encoder_embed_dim, heads=cfg.encoder_attention_heads,
@@ -184,7 +184,7 @@ def test_model_build_validates_the_same_flags(data_dir):
 def test_converter_rejects_a_foreign_dictionary(data_dir):
     _, bart = build(data_dir, "bart_summ_tiny", *SIZES)
     with pytest.raises(ValueError, match="dictionary has"):
-        extend_bart_state_dict(bart.state_dict(), padding_idx=1, dict_size=7, max_source_positions=256,
+        convert_state_dict(bart.state_dict(), padding_idx=1, dict_size=7, max_source_positions=256,
                                num_sentinels=0, encoder_layers=2, embed_dim=32, heads=2)
 
 

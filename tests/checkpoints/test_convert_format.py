@@ -27,7 +27,7 @@ from transformers import (
 import user_dir
 from fairseq_ext.cli import convert as cli
 from fairseq_ext.compat.checkpoint import safe_load
-from fairseq_ext.convert.bart_ls import extend_bart_state_dict
+from fairseq_ext.convert.bart_ls import convert_state_dict
 from fairseq_ext.convert.embeddings import RowCounts, embedding_rows, identity_map
 from fairseq_ext.convert.validate import ConversionError
 from fairseq_ext.convert.write import ARGS_FILE, CHECKPOINT_FILE, DICTIONARY_FILES, SHELL_WORD, model_flags
@@ -236,7 +236,7 @@ def test_bart_ls_drops_the_mask_row_and_draws_sentinels_from_the_dictionary_rows
     table = torch.randn(dict_size + 1, 4, generator=generator)
     table[-1] = 100.0  # the <mask> row: if it were kept or counted, the spread would show it
     state = {"encoder.embed_tokens.weight": table, "encoder.embed_positions.weight": torch.randn(10, 4)}
-    out = extend_bart_state_dict(state, padding_idx=1, dict_size=dict_size, max_source_positions=16, num_sentinels=2,
+    out = convert_state_dict(state, padding_idx=1, dict_size=dict_size, max_source_positions=16, num_sentinels=2,
                                  encoder_layers=1, embed_dim=4, heads=1)
     tokens = out["encoder.embed_tokens.weight"]
     assert tokens.shape == (dict_size + 2, 4) and torch.equal(tokens[:dict_size], table[:dict_size])

@@ -178,9 +178,9 @@ def test_converter_rejects_non_bert_vocab(tmp_path):
 def test_converter_refuses_configs_it_cannot_compute():
     config = ProphetNetConfig(vocab_size=len(VOCAB), hidden_size=32, activation_function="silu").to_dict()
     with pytest.raises(ValueError, match="activation_function='silu'"):
-        convert_prophetnet.model_args(config)
+        convert_prophetnet.convert_config(config)
     with pytest.raises(ValueError, match="pad_token_id=None"):
-        convert_prophetnet.model_args({**config, "activation_function": "gelu", "pad_token_id": None})
-    args = convert_prophetnet.model_args({**config, "activation_function": "gelu", "pad_token_id": 2,
+        convert_prophetnet.convert_config({**config, "activation_function": "gelu", "pad_token_id": None})
+    args = convert_prophetnet.convert_config({**config, "activation_function": "gelu", "pad_token_id": 2,
                                   "max_position_embeddings": 64})
     assert (args["max_source_positions"], args["max_target_positions"]) == (61, 60)  # rows 3 .. 63

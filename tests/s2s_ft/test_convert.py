@@ -7,7 +7,7 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-from fairseq_ext.convert.s2s_ft import convert_hf_state_dict, hf_config_to_ours, hf_token_map, load_pretrained
+from fairseq_ext.convert.s2s_ft import convert_config, convert_state_dict, hf_token_map, load_pretrained
 from fairseq_ext.data.wordpiece import WordPieceCodec, join_pieces, minilm_dir, read_vocab, write_dictionary
 from fairseq_ext.s2s_ft.model import source_positions
 from fairseq_ext.s2s_ft.transformer import S2SFTTransformer
@@ -27,8 +27,8 @@ def ours_from_hf(hf_model, token_map=None):
     config = hf_model.config.to_dict()
     vocab = hf_model.config.vocab_size
     token_map = torch.arange(vocab) if token_map is None else token_map
-    body = S2SFTTransformer(hf_config_to_ours(config, len(token_map), config["pad_token_id"]))
-    state, left = convert_hf_state_dict(hf_model.state_dict(), config, token_map, body.state_dict())
+    body = S2SFTTransformer(convert_config(config, len(token_map), config["pad_token_id"]))
+    state, left = convert_state_dict(hf_model.state_dict(), config, token_map, body.state_dict())
     body.load_state_dict(state)
     return body.eval(), left
 
@@ -133,7 +133,7 @@ UNSUPPORTED = {
 def test_unsupported_configs_are_refused_by_name(field):
     config = {**transformers.BertConfig(**TINY).to_dict(), "model_type": "bert", field: UNSUPPORTED[field]}
     with pytest.raises(ValueError, match=field):
-        hf_config_to_ours(config, TINY["vocab_size"], 0)
+        convert_config(config, TINY["vocab_size"], 0)
 
 
 def test_an_untied_mlm_decoder_is_refused():
@@ -144,9 +144,9 @@ def test_an_untied_mlm_decoder_is_refused():
     config = hf.config.to_dict()
     state = dict(hf.state_dict())
     state["cls.predictions.decoder.weight"] = torch.randn_like(state["cls.predictions.decoder.weight"])
-    body = S2SFTTransformer(hf_config_to_ours(config, TINY["vocab_size"], 0))
+    body = S2SFTTransformer(convert_config(config, TINY["vocab_size"], 0))
     with pytest.raises(ValueError, match="decoder.weight"):
-        convert_hf_state_dict(state, config, torch.arange(TINY["vocab_size"]), body.state_dict())
+        convert_state_dict(state, config, torch.arange(TINY["vocab_size"]), body.state_dict())
 
 
 def test_loading_into_a_model_built_with_another_epsilon_is_refused(tmp_path):
@@ -159,7 +159,7 @@ def test_loading_into_a_model_built_with_another_epsilon_is_refused(tmp_path):
     vocab = {f"w{i}": i for i in range(TINY["vocab_size"])}
     (tmp_path / "vocab.json").write_text(json.dumps(vocab))
     symbols = list(vocab)
-    body = S2SFTTransformer(hf_config_to_ours(config.to_dict(), len(symbols), 1))
+    body = S2SFTTransformer(convert_config(config.to_dict(), len(symbols), 1))
     body.cfg.layer_norm_eps = 1e-12
     with pytest.raises(ValueError, match="--layer-norm-eps"):
         load_pretrained(body, tmp_path, symbols)
@@ -172,7 +172,7 @@ def test_minilm_parity_real_weights(tmp_path):
     dictionary = Dictionary.load(str(tmp_path / "dict.txt"))
     assert len(dictionary) == 30522
     config = json.loads((model_dir / "config.json").read_text())
-    body = S2SFTTransformer(hf_config_to_ours(config, len(dictionary), dictionary.pad()))
+    body = S2SFTTransformer(convert_config(config, len(dictionary), dictionary.pad()))
     left = load_pretrained(body, model_dir, dictionary.symbols)
     assert all(name.startswith("lm_head.") for name in left)  # a sentence encoder: no MLM head
     body.eval()

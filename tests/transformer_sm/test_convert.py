@@ -8,7 +8,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPT
 
 import user_dir  # noqa: F401  (registers the plugin)
 from fairseq_ext.cli.convert import main
-from fairseq_ext.convert.transformer_sm import convert_state_dict, hf_vocabulary_dictionary, model_args_from_hf
+from fairseq_ext.convert.transformer_sm import convert_config, convert_state_dict, hf_vocabulary_dictionary
 from fairseq_ext.transformer_sm import DELIMITER, mean_row_norm
 from parity import perturb_parameters
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
@@ -63,13 +63,13 @@ def build(hf, source_embeddings, mode="continue", dictionary=None):
         dictionary.add_symbol(DELIMITER)
     task = TransformerSMTask(TransformerSMTaskConfig(), dictionary, dictionary)
     config = hf_config(hf)
-    args = model_args_from_hf(config)
+    args = convert_config(config)
     cfg = TransformerSMConfig(
         **args, no_source_embeddings=not source_embeddings, summary_positions=mode,
         max_source_positions=POSITIONS // 2, max_target_positions=POSITIONS // 2,
     )  # fmt: skip
     model = TransformerSMModel.build_model(cfg, task).eval()
-    state = convert_state_dict(config, hf.state_dict(), dictionary, source_embeddings=source_embeddings)
+    state = convert_state_dict(hf.state_dict(), config, dictionary, source_embeddings=source_embeddings)
     model.load_state_dict(state, strict=True)
     return model, dictionary, state
 
@@ -121,21 +121,21 @@ def test_converted_source_embeddings_follow_the_gpt_word_norms(models):
 def test_unsupported_configs_are_refused(models):
     config = hf_config(models["gpt2"])
     with pytest.raises(ValueError, match="eps"):
-        model_args_from_hf({**config, "layer_norm_epsilon": 1e-6})
+        convert_config({**config, "layer_norm_epsilon": 1e-6})
     with pytest.raises(ValueError, match="model_type"):
-        model_args_from_hf({**config, "model_type": "llama"})
+        convert_config({**config, "model_type": "llama"})
     with pytest.raises(ValueError, match="scaling"):
-        model_args_from_hf({**config, "scale_attn_by_inverse_layer_idx": True})
+        convert_config({**config, "scale_attn_by_inverse_layer_idx": True})
     with pytest.raises(ValueError, match="activation_function='silu'"):
-        model_args_from_hf({**config, "activation_function": "silu"})
+        convert_config({**config, "activation_function": "silu"})
     with pytest.raises(ValueError, match="afn='swish'"):
-        model_args_from_hf({**hf_config(models["openai-gpt"]), "afn": "swish"})
+        convert_config({**hf_config(models["openai-gpt"]), "afn": "swish"})
 
 
 def test_released_activations_are_the_tanh_gelu(models):
     """GPT-1 and GPT-2 both use the tanh approximation (fairseq's gelu_accurate)."""
-    assert model_args_from_hf(hf_config(models["gpt2"]))["activation_fn"] == "gelu_accurate"
-    assert model_args_from_hf(hf_config(models["openai-gpt"]))["activation_fn"] == "gelu_accurate"
+    assert convert_config(hf_config(models["gpt2"]))["activation_fn"] == "gelu_accurate"
+    assert convert_config(hf_config(models["openai-gpt"]))["activation_fn"] == "gelu_accurate"
     from fairseq import options
 
     for arch in ("transformer_sm_gpt", "transformer_sm_gpt2"):  # the named sizes follow the released models

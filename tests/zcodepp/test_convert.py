@@ -10,7 +10,7 @@ from transformers import DebertaV2Model
 
 from deberta_oracle import PAD, PARITY_CONFIGS, build_encoder, encode, hf_config, random_tokens
 from fairseq_ext.cli.convert import main
-from fairseq_ext.convert.zcodepp import deberta_v2_to_encoder_state, encoder_options, load_deberta_v2
+from fairseq_ext.convert.zcodepp import convert_config, convert_state_dict, load_deberta_v2
 from parity import perturb_parameters
 
 # each of these has exactly the parameters of a supported model, or computes another function
@@ -32,9 +32,9 @@ UNSUPPORTED = {
 def test_unsupported_configs_are_refused_by_name(field):
     config = hf_config(**{field: UNSUPPORTED[field]})
     with pytest.raises(ValueError, match=field):
-        encoder_options(config)
+        convert_config(config)
     with pytest.raises(ValueError, match=field):
-        deberta_v2_to_encoder_state({}, config)
+        convert_state_dict({}, config)
 
 
 def test_c2p_only_has_the_parameters_of_a_supported_model():
@@ -45,10 +45,10 @@ def test_c2p_only_has_the_parameters_of_a_supported_model():
 
 
 def test_released_v3_options():
-    options = encoder_options(hf_config(**PARITY_CONFIGS["v3"]))
+    options = convert_config(hf_config(**PARITY_CONFIGS["v3"]))
     assert options["relative_buckets"] == 256 and options["relative_max_distance"] == 512
     assert options["encoder_layer_norm_eps"] == 1e-7 and options["activation_fn"] == "gelu"
-    assert encoder_options(hf_config(hidden_act="gelu_new"))["activation_fn"] == "gelu_accurate"
+    assert convert_config(hf_config(hidden_act="gelu_new"))["activation_fn"] == "gelu_accurate"
 
 
 @pytest.mark.parametrize(
