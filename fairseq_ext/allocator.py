@@ -1,18 +1,10 @@
 """glibc's allocator told to keep the memory of large per-step buffers instead of returning it.
 
-Decoding allocates and frees the same buffers of several MB at every step (the logits and the
-copy mixture over the vocabulary, ``(beams, V)``). glibc serves blocks above its mmap threshold
-with fresh ``mmap`` pages and unmaps them on free, so each step pays page faults and kernel
-time for memory it had a moment ago; its threshold adapts upwards only as far as the size of
-the blocks freed so far. Raising the threshold to glibc's maximum (32 MiB on 64-bit) and the
-trim threshold above it keeps those blocks in the heap for the next step
-(``benchmarks/decoding_speed.py``: kernel time 2.2 s -> 0.9 s and 5% less wall time decoding
-30 ACLSum pairs with beam 8; 40 MB more peak memory).
-
-:func:`keep_freed_memory` is called where the plugin is imported (``user_dir``), so every
-entry point that loads it (fairseq-train, -generate, -interactive, the hub) has it. A user's
-own ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` (glibc's environment settings)
-wins; on a C library other than glibc nothing changes.
+Decoding frees and reallocates ``(beams, V)`` buffers of several MB every step; above glibc's
+mmap threshold each costs fresh pages. :func:`keep_freed_memory` (called when the plugin is
+imported) raises the mmap and trim thresholds so they stay in the heap
+(``benchmarks/decoding_speed.py``: kernel time 2.2 s -> 0.9 s). A user's ``MALLOC_*`` settings
+win; other C libraries are left alone.
 """
 
 import ctypes

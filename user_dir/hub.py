@@ -5,15 +5,9 @@
                                  data_name_or_path="data/aclsum/bin")
     summarizer.summarize(["first document ...", "second document ..."], beam=4, lenpen=2.0)
 
-The same object comes back from fairseq's own loader when the plugin is named:
-``fairseq.hub_utils.from_pretrained(model_dir, checkpoint_file, data_name_or_path,
-user_dir="user_dir")`` followed by :class:`SummarizationHubInterface`. Documents are cleaned as
-``python -m preprocess.prepare`` cleans its corpora (:func:`fairseq_ext.data.clean_text`: NUL
-and control characters removed, invalid text replaced by U+FFFD, whitespace collapsed; every
-repair logged), then encoded with the data's sentencepiece model (or WordPiece vocabulary);
-truncation (with the instruction prefix the model was trained with) and batching are done here
-and in the task; nothing is read from the network. Bad input (not a string, empty after
-cleaning, a beam of 0, a missing directory or text codec) is refused with an error naming it.
+Documents are cleaned as ``preprocess.prepare`` cleans corpora (every repair logged), encoded
+with the data's text codec and truncated as the model was trained; bad input is refused naming
+it; nothing is read from the network.
 """
 
 import logging

@@ -1,10 +1,6 @@
-"""What the plugin's tasks, criterions and models ask of each other, one class per contract.
-
-fairseq hands a criterion its task and a task the model it builds, untyped. Where one of our
-objects needs more than fairseq's own interface from another, the provider inherits one of
-these classes and the caller checks ``isinstance`` when it is built, so that a wrong pairing
-(``--criterion zcodepp_joint`` without ``--task zcodepp_pretraining``, say) fails at once with
-an error naming both, instead of deep in training; nobody probes with ``hasattr``.
+"""What the plugin's tasks, criterions and models ask of each other, one class per contract: the
+provider inherits it and the caller checks ``isinstance`` when it is built, so a wrong pairing
+fails at once naming both.
 
 ====================================  ============================  ======================================
 contract                              provided by                   asked by
@@ -14,8 +10,6 @@ contract                              provided by                   asked by
 :class:`ReplacedTokenDetectionTask`   task ``zcodepp_pretraining``  criterion ``zcodepp_joint``
 :class:`ReplacedTokenDetectionModel`  model ``zcodepp``             task ``zcodepp_pretraining``
 ====================================  ============================  ======================================
-
-This module imports nothing from the plugin, so tasks, criterions and models may all use it.
 """
 
 from typing import List

@@ -1,22 +1,14 @@
-"""BART-LS encoder self-attention: block-sparse cores, one module per mechanism.
-
-BART-LS (Xiong et al. 2022, "Adapting Pretrained Text-to-Text Models for Long Text
-Sequences", section 2.1) keeps BART's projections and replaces the encoder's full attention
-by attention inside blocks, with three optional long-range mechanisms; this module holds the
-three block cores and the projection module that wraps them:
+"""BART-LS encoder self-attention (Xiong et al. 2022, section 2.1): BART's projections around a
+block-sparse core, one class per mechanism.
 
 * :class:`BlockAttention` -- non-overlapping blocks of ``block_size`` tokens;
-* :class:`OverlappingBlockAttention` -- a block also attends to half of its left and half of
-  its right neighbour block;
+* :class:`OverlappingBlockAttention` -- also half of the left and right neighbour blocks;
 * :class:`GlobalBlockAttention` -- the first ``num_global`` tokens of every block attend to,
-  and are attended by, every token (same projections as the other tokens).
+  and are attended by, every token.
 
-A core maps ``(q, k, v, padding_mask, block_size) -> out`` on ``(B, H, T, D)`` tensors with
-``T`` a multiple of ``block_size``. :class:`BlockSparseSelfAttention` owns the projections
-(named as in fairseq's ``MultiheadAttention``, so BART's weights load unchanged), aligns every
-row's real tokens to position 0, pads to a block multiple itself (the public code asserts on
-the caller instead), and optionally adds the pooled attention of
-:mod:`fairseq_ext.bart_ls.pooling` residually (the paper's pooling-augmented layers).
+A core maps ``(q, k, v, padding_mask, block_size) -> out`` on ``(B, H, T, D)``.
+:class:`BlockSparseSelfAttention` owns the projections (fairseq's names), aligns real tokens to
+position 0, pads to a block multiple and optionally adds :mod:`fairseq_ext.bart_ls.pooling`.
 """
 
 import torch

@@ -1,15 +1,13 @@
 """files2rouge: ROUGE between a file of summaries and a file of references, one pair per line.
 
-A drop-in for pltrdy's files2rouge (the release with ``-i/--ignore_empty``): same arguments,
-same defaults (``-c 95 -r 1000 -n 2 -a``, no stemming unless ``-m`` is among the ROUGE
-arguments, sentences split on ``" . "``) and the same output, ROUGE-1.5.5's lines such as
-``1 ROUGE-1 Average_F: 0.36746 (95%-conf.int. 0.35006 - 0.38514)``::
+A drop-in for pltrdy's files2rouge: same arguments, defaults and output (ROUGE-1.5.5's
+lines)::
 
     files2rouge SUMMARIES REFERENCES [-a "-c 95 -r 1000 -n 2 -a -m"] [-s scores.txt] [-i]
                 [-e EOS] [--backend {auto,rouge-score,perl}] [-v]
 
-Unlike the original it refuses, rather than truncates, files whose line counts differ, and
-it also checks for empty summaries and invalid UTF-8 before scoring.
+It refuses, rather than truncates, files whose line counts differ, and checks for empty
+summaries and invalid UTF-8 first.
 """
 
 import argparse

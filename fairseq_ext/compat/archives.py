@@ -1,21 +1,9 @@
-"""Model archives (``.tar.gz`` and the like) extracted as data: each member a regular file or a
-directory with a relative name that stays inside the destination, or the archive is refused.
-
-fairseq's ``file_utils.load_archive_file`` (what ``from_pretrained`` calls on a model path)
-runs ``tarfile.extractall`` on the archive as it is: a member named ``../x`` or ``/x``, a
-symlink followed by a write through it, a hard link or a device lands anywhere the user can
-write. :func:`extract_archive` checks every member before it writes any, then extracts with
-Python's ``filter="data"`` as a second line. The archive itself is left in place (fairseq
-deleted it and moved the extracted folder to its name). :func:`safe_archive_loading` and
-:func:`local_files_only` are the wrappers the fixes table puts in place of fairseq's
-``load_archive_file`` and ``cached_path``: no URL is fetched while loading.
-
-==================  ===========================================================
-a member may be      a regular file or a directory
-its name may be      relative, without ``..``, NUL or a drive, inside the folder
-refused              symlinks and hard links (wherever they point), devices,
-                     FIFOs, absolute names, ``..``, a URL as the archive's path
-==================  ===========================================================
+"""Model archives extracted as data: each member a regular file or a directory with a relative
+name that stays inside the destination, or the archive is refused (symlinks, hard links,
+devices, FIFOs, absolute names, ``..``, a URL) before anything is written; then Python's
+``filter="data"`` extracts, and the archive is kept. :func:`safe_archive_loading` and
+:func:`local_files_only` replace fairseq's ``load_archive_file`` and ``cached_path``: nothing
+is fetched while loading.
 """
 
 import functools

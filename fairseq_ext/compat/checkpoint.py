@@ -1,33 +1,11 @@
-"""Safe checkpoint loading for fairseq on torch >= 2.6: no code runs from a checkpoint.
+"""Checkpoints read as data: no code runs from a checkpoint (docs/security.md).
 
-torch 2.6 made ``torch.load`` default to ``weights_only=True``. fairseq 0.12 pickles its
-legacy ``argparse.Namespace`` into every checkpoint (``cfg.model`` and ``args``), so stock
-fairseq can no longer resume training, run ``fairseq-generate`` or load hub models.
-
-:func:`safe_load` is the one function through which the repository reads a checkpoint or
-a Hugging Face weight file. It
-
-* reads with ``weights_only=True`` passed explicitly, so ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``
-  cannot turn it off (it is ignored, with a warning once), and allowlists exactly the extra
-  type fairseq checkpoints hold (measured: tensors, builtin containers,
-  ``collections.OrderedDict`` and ``argparse.Namespace``); a pickle naming anything else is
-  refused with :class:`UntrustedCheckpointError` naming the file and the real global;
-* reads ``.safetensors`` files with ``safetensors`` (no pickle at all);
-* refuses, before any model is built, a checkpoint whose ``cfg``/``args`` are not what a
-  configuration may be (:mod:`.config_schema`: data only, no interpolation, no URL, inert text,
-  registered names, each field of its declared type), and one whose ``cfg``/``args`` hold
-  anything but a plain literal in a field that fairseq 0.12.3 passes to ``eval()`` while it builds a
-  model, task or optimizer (:data:`EVAL_FIELDS`, :data:`MODEL_EVAL_FIELDS`): a file made only
-  of allowed data could otherwise still run code;
-* turns a truncated or corrupt file into :class:`CorruptCheckpointError` naming the file.
-
-The fairseq fixes table (:data:`fairseq_ext.compat.fixes.FIXES`, installed when the plugin is
-imported) puts :func:`load_checkpoint_to_cpu` and :func:`load_ema_from_checkpoint` in place of
-fairseq's, so fairseq-train/-generate/-interactive, resume, ``--finetune-from-model`` and the
-hub read through :func:`safe_load`, and allowlists :data:`FAIRSEQ_CHECKPOINT_GLOBALS` for
-every ``torch.load`` of the process. docs/security.md lists the fairseq ``eval()`` sites and
-what is trusted. Nothing here changes fairseq or torch: :func:`safe_load` allows fairseq's
-types for its own read only.
+:func:`safe_load` is the one function through which the repository reads a checkpoint or a
+weight file: ``torch.load(weights_only=True)`` with :data:`FAIRSEQ_CHECKPOINT_GLOBALS`
+allowlisted for this read only (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` ignored), ``.safetensors``
+without pickle, ``cfg``/``args`` validated by :mod:`.config_schema` and the fields fairseq
+``eval()``s (:data:`EVAL_FIELDS`, :data:`MODEL_EVAL_FIELDS`) plain literals. The fixes table
+puts :func:`load_checkpoint_to_cpu` and :func:`load_ema_from_checkpoint` in place of fairseq's.
 """
 
 import _compat_pickle

@@ -1,10 +1,6 @@
 """What a checkpoint's configuration may be, checked as data before fairseq reads any of it.
 
-A fairseq checkpoint carries its configuration (``cfg``, a dict of groups, and/or the legacy
-flat ``args`` Namespace). fairseq resolves OmegaConf interpolations in it, ``eval()``s some of
-its strings, builds the model, task and BPE it names and fetches the files its fields name.
-Rather than list those places, :func:`validate_checkpoint_config` states what a configuration
-may hold and refuses anything else, naming the file and the dotted field:
+:func:`validate_checkpoint_config` refuses, naming the file and the dotted field, anything else:
 
 ==================  =========================================================================
 every value          ``None``, ``bool``, ``int``, ``float``, ``str``, or a list, tuple, dict or
@@ -17,17 +13,13 @@ every text           no OmegaConf interpolation (``${``), no URL or remote path 
 registered names     ``model``/``arch``, ``task``, ``criterion``, ``optimizer``,
                      ``lr_scheduler``, ``bpe``, ``tokenizer``, ``scoring``: registered in
                      fairseq (or by the plugin)
-typed fields         a field of a registered dataclass (fairseq's top-level groups, the named
-                     model's, task's, ...) or a legacy model's ``add_args`` flag holds a value
-                     of its type: ``int``, ``float``, ``bool``, ``str``, a choice, a list of
-                     them, ``Optional``; ``None`` always means "unset"
-defaults             the named components' defaults hold no URL either (fairseq fills them in
-                     and would fetch them, e.g. ``--bpe gpt2``)
+typed fields         a field of a registered dataclass or a legacy model's ``add_args`` flag
+                     holds a value of its type; ``None`` always means "unset"
+defaults             the named components' defaults hold no URL either (``--bpe gpt2``)
 ==================  =========================================================================
 
-One exception is stated as data: :data:`ADDRESS_FIELDS` (``distributed_init_method``, the
-process-group address of the run that saved the file, which no loader connects to) may be a
-``tcp://``, ``env://`` or ``file://`` address.
+:data:`ADDRESS_FIELDS` (the saving run's process-group address) may hold a ``tcp://``,
+``env://`` or ``file://`` address.
 """
 
 import argparse

@@ -1,21 +1,10 @@
 """Flags renamed to the one vocabulary of docs/flags.md, and how older checkpoints are read.
 
-A fairseq checkpoint stores its task and model options under their field names
-(``cfg.task``, ``cfg.model``), and fairseq rebuilds the task and model from them when the
-checkpoint is loaded (``fairseq-generate``, the hub, ``--finetune-from-model``). A checkpoint
-saved before a rename would then fail on the unknown field (dataclass configs) or, worse for a
-model whose architecture function fills missing options (``zcodepp``), be rebuilt with the
-default instead of its own value. :func:`upgrade_checkpoint_config` maps every old name of
-:data:`RENAMED_FLAGS` to its new one, in the config section of the task or model that owned
-it; :func:`fairseq_ext.compat.checkpoint.load_checkpoint_to_cpu` applies it to every checkpoint read,
-and :func:`add_new_fields` gives the checkpoint's sections the options added after it was saved,
-at their defaults.
-
-The old names were ambiguous: ``--mask-ratio`` was the fraction of tokens masked in
-ProphetNet's pre-training (0.15) and the share of noised tokens that become the mask symbol in
-s2s-ft (0.8). Hence each entry names its owner, and the 80/10/10 shares now use fairseq's
-``masked_lm`` names, ``--random-token-prob`` and ``--leave-unmasked-prob`` (the mask share is
-the rest); the old mask share converts to ``leave_unmasked_prob = 1 - mask - random``.
+:func:`upgrade_checkpoint_config` maps every old name of :data:`RENAMED_FLAGS` to its new one in
+the section of the task or model that owned it (an old mask share becomes
+``leave_unmasked_prob = 1 - mask - random``); :func:`add_new_fields` gives a checkpoint the
+options added since it was saved, at their defaults. :mod:`.checkpoint` applies both to every
+checkpoint read.
 """
 
 import logging

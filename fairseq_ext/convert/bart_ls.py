@@ -1,19 +1,11 @@
-"""A fairseq BART checkpoint -> BART-LS (``bart_ls``), to start BART-LS from BART.
+"""A fairseq BART checkpoint -> BART-LS (``bart_ls``), as the public BART-LS code does (section 2.1):
 
-As in the public BART-LS code (and the paper, section 2.1: local attention keeps every BART
-parameter usable):
+* encoder positions tiled up to the long length; decoder positions copied;
+* ``--num-sentinels`` new rows appended to the token embeddings (a BART pre-training
+  checkpoint's trailing ``<mask>`` row dropped);
+* new pooled-attention weights in the top ``--pooling-layers`` encoder layers.
 
-* encoder learned positions are tiled up to the long length (positions ``0..n-1`` of BART
-  repeat every ``n`` rows); decoder positions are copied;
-* ``--num-sentinels`` rows are appended to the shared token embeddings for the span-corruption
-  sentinels (new rows by the converters' one rule: drawn with the standard deviation of the
-  dictionary's rows); a trailing ``<mask>`` row of a BART pre-training checkpoint (one row more
-  than the dictionary) is dropped;
-* pooled-attention weights of the top ``--pooling-layers`` encoder layers are new.
-
-``--dict`` must be the dictionary BART was trained with; it is written beside the checkpoint
-(the ``bart_ls_long_denoising`` task appends the sentinels to it, as the embeddings have them).
-The encoder flags are checked before anything is written, by the function the model build uses.
+``--dict`` must be the dictionary BART was trained with; it is written beside the checkpoint.
 """
 
 import logging

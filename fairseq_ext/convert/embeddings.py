@@ -1,20 +1,9 @@
 """The one rule for token-embedding rows: the converted table follows the fairseq dictionary.
 
-A checkpoint's vocabulary and the fairseq dictionary the model is built with rarely agree row
-for row: fairseq puts ``<s> <pad> </s> <unk>`` first, pads a dictionary it builds to a
-multiple of 8 (``madeupword0000`` ...), tasks append symbols (``<mask>``, sentinels,
-``<delim>``), Hugging Face configs round ``vocab_size`` up, and a BART pre-training
-checkpoint carries one ``<mask>`` row more than its ``dict.txt``. Every converter therefore
-maps each dictionary symbol to a checkpoint row (its family's token map: a vocabulary id, a
-symbol that is an id, or the identity) and :func:`embedding_rows` builds the table:
-
-* a mapped symbol takes its checkpoint row;
-* a symbol the checkpoint has no row for gets a new row: the model's own initialization when
-  the converter loads into a built model, else one drawn from ``N(0, std)`` (``std`` defaults
-  to the standard deviation of the checkpoint rows kept), the padding row zero;
-* checkpoint rows no symbol maps to are dropped.
-
-The counts of all three are returned and logged, so nothing is lost silently.
+Each converter maps every dictionary symbol to a checkpoint row (its token map) and
+:func:`embedding_rows` builds the table: a mapped symbol takes its row; an unmapped one gets
+the model's initialization or a row from ``N(0, std)`` (the padding row zero); unmapped
+checkpoint rows are dropped. The three counts are logged.
 """
 
 import logging

@@ -1,19 +1,9 @@
-"""Hugging Face ``ProphetNetForConditionalGeneration`` -> ``prophetnet_summ``.
+"""Hugging Face ``ProphetNetForConditionalGeneration`` -> ``prophetnet_summ``, with the BERT
+vocabulary as its dictionary (:mod:`fairseq_ext.data.wordpiece`).
 
-The folder holds ``config.json``, the weights (``model.safetensors`` or ``pytorch_model.bin``)
-and the WordPiece vocabulary (``prophetnet.tokenizer`` or ``vocab.txt``, or ``--vocab FILE``).
-The converted model (``--arch prophetnet_summ_large`` with the sizes of the config, task
-``abstractive_summarization``) and its dictionary (the BERT vocabulary in fairseq's layout,
-:mod:`fairseq_ext.data.wordpiece`) serve fairseq-generate, the hub and fine-tuning on data
-binarized with that dictionary (``python -m preprocess.prepare_wordpiece --vocab ...``).
-
-What changes on the way (facts of the public code): embedding rows are permuted from BERT ids
-to fairseq indices; position rows move from HF's padding offset to fairseq's (HF numbers
-1-based position p as row ``pad_token_id + p``, fairseq as row ``padding_idx + p``, whatever
-the config's ``pad_token_id``); the stream embeddings are rolled by one row (HF feeds stream k
-the row ``k - 1`` mod n, here stream k gets row k); attention, feed-forward and LayerNorm
-weights are renamed only. The activation is read from the config
-(:data:`fairseq_ext.convert.validate.HF_ACTIVATIONS`; another one is refused by name).
+Embedding rows are permuted from BERT ids to fairseq indices; position rows move from HF's
+padding offset to fairseq's; the stream embeddings roll by one row (HF feeds stream k row
+``k - 1`` mod n); the other weights are renamed only. The activation is read from the config.
 """
 
 import logging

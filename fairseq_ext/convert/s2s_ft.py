@@ -1,31 +1,11 @@
 """Hugging Face BERT / RoBERTa -> :class:`~fairseq_ext.s2s_ft.transformer.S2SFTTransformer`.
 
-The layers map one-to-one (``attention.self.query`` -> ``layers.i.query``, ...). Three things
-need care:
-
-* vocabulary: our fairseq dictionary orders tokens differently (``<s> <pad> </s> <unk>``
-  first), so the word-embedding and MLM-bias rows are gathered through a token map (our
-  index -> HF id, :func:`hf_token_map`) by the converters' one rule
-  (:func:`fairseq_ext.convert.embeddings.embedding_rows`); symbols the checkpoint lacks keep
-  the model's initialization;
-* positions: RoBERTa numbers positions from ``padding_idx + 1``; those first rows are dropped
-  so that our position 0 is RoBERTa's first real position;
-* token types: RoBERTa has one; its row is repeated so that targets (type 1) start from it.
-
-A checkpoint without an MLM head (e.g. a sentence encoder such as all-MiniLM-L6-v2) leaves the
-head's dense/LayerNorm/bias at their initialization; the output projection is always tied to
-the word embeddings (an untied decoder in the checkpoint is refused).
-
-The config is read beside the weights: the model computes BERT's encoder (exact GELU, absolute
-positions, bidirectional attention, no cross-attention) with the checkpoint's LayerNorm epsilon,
-token types and position offset; a config under which the same parameters compute another
-function (``hidden_act`` other than ``gelu``, ``is_decoder``, ``add_cross_attention``,
-``position_embedding_type`` other than ``absolute``, ``tie_word_embeddings`` false) is refused,
-naming the field, and ``--init-from-hf`` refuses a model built with another ``--layer-norm-eps``.
-
-Training usually starts from the HF folder directly (``--init-from-hf DIR``, which calls
-:func:`load_pretrained` when the model is built); the converter writes the same weights as a
-fairseq checkpoint.
+The layers map one-to-one. The word-embedding and MLM-bias rows are gathered through a token
+map (our index -> HF id, :func:`hf_token_map`); RoBERTa's first ``padding_idx + 1`` position
+rows are dropped; a single token-type row is repeated for targets (type 1). A missing MLM head
+keeps its initialization; the output layer is tied to the word embeddings. A config under which
+the same weights compute another function is refused by field (``hidden_act``, ``is_decoder``,
+``add_cross_attention``, ``position_embedding_type``, ``tie_word_embeddings``).
 """
 
 import json

@@ -1,22 +1,10 @@
-"""Hugging Face GPT (``OpenAIGPTLMHeadModel``) / GPT-2 (``GPT2LMHeadModel``) -> Transformer-SM,
-so that training starts from them as in the paper.
+"""Hugging Face GPT / GPT-2 -> Transformer-SM, so that training starts from them as in the paper.
 
-Tokens are mapped by symbol: a dictionary entry whose symbol is a Hugging Face token id
-(``"464"``, as fairseq's GPT-2 BPE writes them) takes that row; the rest (``<s>``, ``</s>``,
-``<unk>``, ``<delim>``, anything else) are new rows drawn from N(0, ``--new-row-std``) (the
-paper: "initialized by sampling from the standard normal distribution"), ``<pad>`` is zero.
-Without ``--dict`` the dictionary written beside the checkpoint holds every Hugging Face id,
-to binarize data with ``fairseq-preprocess --srcdict OUT/dict.txt --tgtdict OUT/dict.txt``
-(ids from ``python -m fairseq_ext.cli.hf_text encode``). The source embeddings are
-new and drawn against the converted word embeddings (half their mean norm).
-
-Layout facts used (checked by the parity tests against ``transformers``): GPT-2 blocks are
-pre-LayerNorm with a final ``ln_f``; GPT-1 blocks are post-LayerNorm with no final norm; both
-use the tanh approximation of GELU as released (GPT-2's ``activation_function`` ``gelu_new``;
-GPT-1's ``afn`` ``gelu``, which in GPT-1's own activation table *is* the tanh approximation,
-fairseq's ``gelu_accurate``); the activation is read from the config and an unknown one is
-refused. ``Conv1D`` weights are ``(in, out)``, i.e. transposed ``nn.Linear`` weights;
-``c_attn`` packs the query, key and value projections in that order.
+A dictionary symbol that is a Hugging Face token id (``"464"``) takes that row; the others are
+new rows from N(0, ``--new-row-std``), ``<pad>`` zero. Without ``--dict`` the dictionary holds
+every id (data from ``python -m fairseq_ext.cli.hf_text encode``). GPT-2 blocks are pre-LN with
+a final ``ln_f``, GPT-1's post-LN; both use tanh GELU (``gelu_accurate``); ``Conv1D`` weights
+are transposed ``nn.Linear`` ones, ``c_attn`` packs q, k, v.
 """
 
 import copy

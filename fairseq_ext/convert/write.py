@@ -2,28 +2,15 @@
 
 ::
 
-    OUT/model.pt                        a fairseq checkpoint (below)
+    OUT/model.pt                        a fairseq checkpoint: {"args": Namespace(arch, task,
+                                        criterion, options), "model": state dict, ...}
     OUT/args.txt                        ``--arch ARCH --flag value ...``: the model flags that
                                         build the same model in fairseq-train
     OUT/dict.txt, dict.source.txt,      the dictionary the data must be binarized with
-    OUT/dict.target.txt                 (``fairseq-preprocess --srcdict OUT/dict.txt``), where
-                                        the converter defines or is given one
+    OUT/dict.target.txt                 (``fairseq-preprocess --srcdict OUT/dict.txt``)
 
-``model.pt`` is what fairseq's own released models (``bart.large/model.pt`` + ``dict.txt``)
-are: ``{"args": Namespace(arch, task, criterion, model options), "model": state dict,
-"optimizer_history", "extra_state", "last_optimizer_state": None}``, the state dict keyed as
-the registered model names its parameters. So it loads, unchanged, everywhere fairseq reads a
-checkpoint: ``fairseq-train --finetune-from-model OUT/model.pt $(cat OUT/args.txt)`` (or
-``--restore-file``: the file holds no optimizer state, training starts at update 0),
-``fairseq-generate --path OUT/model.pt``, ``checkpoint_utils.load_model_ensemble_and_task``
-and the hub (``from_pretrained(OUT, "model.pt", ...)``), all read through the safe loader.
-
-Why legacy ``args`` and not a full ``cfg``: fairseq 0.12 turns ``args`` into a ``cfg`` at load
-(``convert_namespace_to_omegaconf``), filling every option the converter does not set from the
-registered model's, task's and criterion's defaults and ``--arch`` function, exactly as it does
-for its own released checkpoints. A full ``cfg`` would have to list every option of the
-plugin's model, task and criterion at conversion time, which only importing and registering
-``user_dir`` can give; converters import nothing from ``user_dir`` and install nothing.
+Legacy ``args``, not a full ``cfg``: fairseq fills every option the converter does not set from
+the registered defaults when it loads the file, so converters need not import ``user_dir``.
 """
 
 import argparse

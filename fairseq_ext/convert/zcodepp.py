@@ -1,21 +1,11 @@
-"""Hugging Face DeBERTa-v2/v3 (``DebertaV2Model``) -> the Z-Code++ encoder
-(:class:`fairseq_ext.zcodepp.encoder.ZCodeEncoder`).
+"""Hugging Face DeBERTa-v2/v3 -> the Z-Code++ encoder (:class:`fairseq_ext.zcodepp.encoder.ZCodeEncoder`).
 
-Z-Code++ builds its encoder from DeBERTa. The conversion reads the Hugging Face config beside
-the state dict, because two DeBERTa models with the same parameters can compute different
-functions (``pos_att_type`` ``c2p`` alone has exactly the parameters of ``p2c|c2p``). What
-released DeBERTa-v3 checkpoints use converts: relative attention with ``p2c|c2p``,
-``share_att_key``, a LayerNormed relative table (``norm_rel_ebd`` ``layer_norm``), log buckets
-(``position_buckets`` > 0; 256 in v3), any ``max_relative_positions`` (-1 = the config's
-``max_position_embeddings``, 512 in v3), any ``layer_norm_eps`` (1e-7 in v3) and the
-activations of :data:`fairseq_ext.convert.validate.HF_ACTIVATIONS`. Anything else (absolute
-positions, token types, an embedding projection, the conv layer, c2p or p2c alone, no
-buckets, ...) raises an error naming the config field.
-
-DeBERTa has no decoder: ``model.pt`` holds the encoder of a ``zcodepp`` model (``encoder.*``,
-embedding rows in the checkpoint's own id order), for fairseq's
-``checkpoint_utils.load_pretrained_component_from_model(model.encoder, "OUT/model.pt")``; the
-flags of ``args.txt`` build an encoder computing the same function.
+The config beside the weights decides, since equal parameters can compute different functions
+(``c2p`` alone has the parameters of ``p2c|c2p``). What released DeBERTa-v3 uses converts
+(``p2c|c2p``, ``share_att_key``, a LayerNormed relative table, log buckets, any
+``max_relative_positions`` and ``layer_norm_eps``); anything else is refused by field.
+``model.pt`` holds the encoder of a ``zcodepp`` model (``encoder.*``) for
+``load_pretrained_component_from_model``.
 """
 
 import logging

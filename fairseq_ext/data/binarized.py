@@ -1,10 +1,5 @@
-"""Checks of fairseq's binarized splits before fairseq reads them, with errors that name the file.
-
-A split is ``PREFIX.idx`` (the index: example sizes and byte offsets) plus ``PREFIX.bin`` (the
-tokens). fairseq 0.12.3 takes what it finds: an empty split fails in ``np.memmap`` ("cannot
-mmap an empty file"), a truncated file fails on an index or an assert that names no file, and a
-missing target ``.bin`` makes ``load_langpair_dataset`` build a source-only dataset that fails
-later, in the model's ``forward``. :func:`check_pair` / :func:`check_binarized` look first.
+"""Checks of fairseq's binarized splits before fairseq reads them, with errors that name the file
+(fairseq fails later, or without naming it, on an empty, truncated or missing file).
 
 fairseq's two index layouts (``fairseq/data/indexed_dataset.py``, 0.12.3)::
 

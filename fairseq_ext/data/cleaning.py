@@ -1,30 +1,21 @@
 """Line cleaning with counted repairs: nothing is dropped, shifted or changed silently.
 
-Policy (one line of a corpus file is one document):
-
 =====================  ======================================================  ==============
 repair                 what happens                                            ``strict``
 =====================  ======================================================  ==============
-``invalid_utf8``       undecodable bytes become U+FFFD; lines counted          error
+``invalid_utf8``       undecodable bytes become U+FFFD                         error
 ``crlf``               the ``\\r`` of a ``\\r\\n`` line ending is dropped        repaired
-``nul``                NUL characters removed; lines counted                   error
-``control``            other control characters (Unicode ``Cc`` except tab     error
-                       and newline, plus the BOM U+FEFF) removed, or turned
-                       into a space where Python counts them as whitespace
-                       (lone ``\\r``, form feed, ...); lines counted
-``empty_pair``         a pair whose source or target is empty after cleaning   error
-                       is removed (both sides, so pairs never shift); counted
-                       once per pair, each empty side's line is logged
-``empty_line``         (plain text) an empty paragraph line inside a           repaired
-                       document is removed
+``nul``                NUL characters removed                                  error
+``control``            other control characters and the BOM removed (or a      error
+                       space where Python counts them as whitespace)
+``empty_pair``         a pair with an empty side is removed (both sides)       error
+``empty_line``         (plain text) an empty paragraph line is removed         repaired
 ``empty_document``     (plain text) a document with no text left is removed    error
 ``truncated_source``   a source longer than ``max_source_tokens``              repaired
 ``truncated_target``   whitespace tokens is cut to that length                 repaired
 =====================  ======================================================  ==============
 
-Runs of Unicode whitespace (tabs, NBSP, U+2028, ...) always collapse to one space and the
-line is stripped; this only normalizes layout and is not counted. Line numbers in a
-:class:`Report` are 1-based line numbers of the input as given (file lines, or records).
+Whitespace runs collapse to one space (not counted); :class:`Report` line numbers are 1-based.
 """
 
 import re

@@ -1,25 +1,9 @@
 """Readers for the corpora ``preprocess.prepare`` knows, returning raw (uncleaned) documents.
 
-Pair corpora yield a :class:`PairSplit` per split (source and target documents, one per
-line once written); plain-text corpora yield a list of documents, each a list of
-paragraphs. Splits are always named ``train``/``valid``/``test`` (fairseq's names).
-
-* ``aclsum`` (PyPI package ``aclsum``): source = abstract + introduction + conclusion
-  sentences, target = challenge + approach + outcome summaries, each joined by a space.
-* ``aclsum_abstract``: the same pairs with the abstract alone as the source.
-* ``aclsum_aspects``: three pairs per paper, one per aspect, in the order challenge, approach,
-  outcome: source = ``"<aspect>: "`` + abstract + introduction + conclusion, target = that
-  aspect's summary (``python -m fairseq_ext.cli.join_lines --every 3`` joins three such
-  summaries back into the ``aclsum`` target of the paper).
-* ``aclsum_long``: the same papers and splits; source = the full body of
-  ``paper_jsons/<id>.json`` (``pdf_parse.body_text`` paragraphs joined by a space),
-  target = its top-level ``abstract``. Papers are found by file name = jsonl ``id`` (the
-  ``paper_id`` field inside the json is unreliable). A missing paper, empty body or empty
-  abstract is counted in the split's :class:`~.cleaning.Report` and skipped.
-* ``wiki``: the shortened English Wikipedia dump shipped in the gensim wheel (read as a
-  file; gensim is never imported), stripped by :mod:`.wiki`.
-* a directory with ``{train,valid,test}.{source,target}``, one document per line
-  (CNN/DM, XSum, Gigaword layout); ``test`` may be absent.
+Pair corpora yield a :class:`PairSplit` per split, plain-text corpora a list of documents
+(lists of paragraphs); splits are ``train``/``valid``/``test``. What each corpus holds
+(``aclsum``, ``aclsum_abstract``, ``aclsum_aspects``, ``aclsum_long``, ``wiki``, a directory of
+``{train,valid,test}.{source,target}``): docs/guide.md.
 """
 
 import importlib.util

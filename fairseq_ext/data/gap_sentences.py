@@ -1,18 +1,9 @@
-"""Gap-sentence pairs from the shipped Wikipedia text: a summarization-shaped pre-training task.
+"""Gap-sentence pairs from the shipped Wikipedia text (PEGASUS, Zhang et al. 2020, section 3.1).
 
-Zhang et al., "PEGASUS: Pre-training with Extracted Gap-sentences for Abstractive
-Summarization" (section 3.1): the *principal* sentence of a text is the one with the highest
-ROUGE-1 F1 against the rest of the text ("Ind-Orig"), and the model learns to generate it. Here
-the text is a window of consecutive sentences of one article (``window_words`` words at most, so
-that it fits the model's source length) and the principal sentence stays in the window
-(``remove=False``: the model learns to find the central sentence and copy it whole, the skill a
-copy mechanism lacks after 100 ACLSum papers) or is cut out of it (``remove=True``, PEGASUS's
-masked form: the model must write it from the rest).
-
-    python -m fairseq_ext.cli.gap_sentences --out data/wiki_gsg
-    python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out data/wiki_gsg_wp
-
-writes ``{train,valid,test}.{source,target}`` (one pair a line) from the wiki corpus's splits.
+The principal sentence of a window of one article (the highest ROUGE-1 F1 against the rest,
+"Ind-Orig") is the target; it stays in the source (``remove=False``: learn to find and copy it)
+or is cut out (``remove=True``, PEGASUS's form). Writes ``{train,valid,test}.{source,target}``
+(``python -m fairseq_ext.cli.gap_sentences --out DIR``).
 """
 
 from __future__ import annotations

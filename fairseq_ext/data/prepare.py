@@ -9,10 +9,7 @@
     OUT/bin/                          fairseq-preprocess output + a copy of spm.model
     OUT/preprocess_report.json        repairs per split, statistics, model and dictionary
 
-Everything is read and cleaned first, then built in a staging directory beside OUT
-and moved in only when every stage succeeded: a failed run (count mismatch, ``strict``
-error, missing file, wrong dictionary) leaves OUT as it was; a re-run replaces the
-previous outputs.
+It is built beside OUT and moved in only when every stage succeeded.
 """
 
 import json

@@ -1,19 +1,13 @@
-"""Corpus -> cleaned text -> BERT WordPiece -> fairseq binary data, for checkpoints with a BERT
-vocabulary (s2s-ft from BERT/MiniLM, converted ProphetNet); the CLI is
-``python -m preprocess.prepare_wordpiece``.
-
-The same layout as ``python -m preprocess.prepare`` (reading and cleaning are the same),
+"""Corpus -> cleaned text -> BERT WordPiece -> fairseq binary data (``python -m
+preprocess.prepare_wordpiece``), for checkpoints with a BERT vocabulary; ``prepare``'s layout
 with WordPiece in place of sentencepiece::
 
     OUT/raw/{split}.{source,target}        cleaned text, one document per line
     OUT/wordpiece/{split}.{source,target}  space-separated WordPieces
-    OUT/bin/                               fairseq binarized pairs, dict.{source,target}.txt
-                                           (the vocabulary's pieces) and vocab.txt
+    OUT/bin/                               binarized pairs, dict.{source,target}.txt, vocab.txt
     OUT/vocab.txt, OUT/wordpiece_report.json
 
-``--vocab`` defaults to the vocabulary of the installed MiniLM-L6-H384 (BERT uncased, 30,522
-pieces). The summarization tasks find ``bin/vocab.txt`` and join WordPieces back into words
-for the hub and fairseq-generate.
+``--vocab`` defaults to the installed MiniLM-L6-H384's (BERT uncased, 30,522 pieces).
 """
 
 import json

@@ -6,35 +6,10 @@ first, so that truncating the passage never drops it; UniLM/s2s-ft feed the same
 One question of SQuAD is one example; its first answer is used (the dev set has several
 annotators' answers, the train set one).
 
-Splits (fairseq's ``train``/``valid``/``test``) are formed from the files given:
-
-* ``train``: the articles of ``--squad-json`` that no other split takes;
-* ``--split-json SPLIT=FILE``: ``SPLIT`` is read from its own SQuAD file (Du et al. 2017's
-  ``raw/{dev,test}.json``, or the official ``dev-v1.1.json``);
-* ``--split-titles SPLIT=FILE``: the articles whose titles ``FILE`` lists (one a line, as Du et
-  al.'s ``doclist-test.txt``) move from ``--squad-json`` to ``SPLIT``;
-* a split given neither way is held out from the end of ``--squad-json``, whole articles
-  (``--heldout-articles``, default 10% of them): test takes the last ones, valid those before.
-
-The Du et al. (2017) split that both papers report on (section 3.3 of ProphetNet, Table 5 of
-s2s-ft: 76k/11k/12k) is SQuAD's train articles minus ``doclist-test.txt`` for training, those
-articles for test, and SQuAD's own dev set for validation::
-
-    --squad-json train-v1.1.json --split-json valid=dev-v1.1.json --split-titles test=doclist-test.txt
-
-Passage truncation (``max_source_tokens``, whitespace words of the whole source line) keeps a
-window of the passage around the answer's sentence rather than its beginning: the window is
-centred on that sentence (or, when the sentence alone does not fit, on the answer span) and
-starts at the passage's beginning whenever the sentence lies inside the first window.
-Sentences are cut after a word ending in ``.``, ``!`` or ``?`` (an approximation: ``U.S.``
-ends one too).
-
-Every repair is counted in the split's :class:`~.cleaning.Report` (rows of the repair table):
-``missing_field``, ``no_answer``, ``empty_question``, ``answer_offset``, ``answer_not_found``,
-``answer_too_long``, ``truncated_passage``, ``answer_sentence_cut`` and ``invalid_utf8``. A
-file that is not JSON or has no ``data`` list, and a listed title that is not in the file, are
-errors naming the file. Under ``strict``, invalid UTF-8, missing fields, empty questions and
-answers that do not match their passage are errors too.
+How the splits are formed (``--squad-json``, ``--split-json``, ``--split-titles``, held-out
+articles), how a passage is truncated around its answer and what is repaired:
+docs/question_generation.md. Every repair is counted in the split's
+:class:`~.cleaning.Report`.
 """
 
 import json

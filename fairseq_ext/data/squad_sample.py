@@ -1,16 +1,8 @@
-"""A small SQuAD v1.1-format sample, written for this project, for demos and tests.
-
-SQuAD itself does not ship with any installed package and nothing is downloaded here, so the
-question-generation recipes and their tests run on this sample: 8 short encyclopedic articles
-(11 paragraphs, 41 questions) in the layout of the files people have: a training file, a dev
-file and a list of training-file titles held out for test, as Du et al. (2017) distribute
-their split (``doclist-test.txt``)::
+"""A small SQuAD v1.1-format sample written for this project (nothing is downloaded): 8 articles,
+41 questions, laid out as Du et al. (2017) distribute their split::
 
     python -m fairseq_ext.cli.squad_sample data/squad_sample
     # -> train.json (6 articles), dev.json (2 articles), doclist-test.txt (2 titles)
-
-Every ``answer_start`` is the character offset of the answer's first occurrence in its
-paragraph (computed when the files are written, and checked).
 """
 
 import json

@@ -1,24 +1,11 @@
 """MediaWiki XML dump -> plain-text articles, with the standard library only.
 
-:func:`iter_articles` streams ``(title, wikitext)`` for main-namespace, non-redirect pages
-of a (``.bz2``) dump with ``xml.etree.ElementTree.iterparse``; :func:`strip_markup` turns
-wikitext into paragraphs with regular expressions, in this order:
-
-1. comments ``<!-- -->``; ``<ref>`` (paired and self-closing), ``<math>``, ``<gallery>``,
-   ``<timeline>``, ``<source>``/``<syntaxhighlight>``/``<pre>``/``<score>`` blocks with
-   their content; ``<nowiki>`` keeps its content;
-2. templates ``{{...}}`` and tables ``{|...|}``, innermost first until none is left, so
-   nesting to any depth goes (unbalanced leftovers ``{{``/``}}`` are deleted);
-3. links ``[[target|label]]`` -> label, ``[[target]]`` -> target, innermost first (a link
-   may contain single brackets, as in captions); links to
-   ``File:``/``Image:``/``Category:`` pages and interlanguage links are deleted whole;
-   external links ``[url label]`` -> label, ``[url]`` -> nothing;
-4. bold/italic quotes, remaining HTML tags (content kept), magic words (``__TOC__``);
-   HTML entities are unescaped last, so an escaped ``&lt;ref&gt;`` cannot become a tag;
-5. lines: headings ``== x ==`` are dropped (they are titles, not sentences) and so is the
-   whole section after a back-matter heading (:data:`DROPPED_SECTIONS`: references, see
-   also, ...); list markers (``*#:;``) are stripped; table-row leftovers and lines with
-   no letter or digit are dropped. Each remaining line is one paragraph.
+:func:`iter_articles` streams ``(title, wikitext)`` of main-namespace, non-redirect pages;
+:func:`strip_markup` turns wikitext into paragraphs with regular expressions, in this order:
+comments and ``<ref>``/``<math>``/... blocks; templates and tables, innermost first; links
+(``[[target|label]]`` -> label; file, category and interlanguage links dropped); quotes, HTML
+tags, magic words, then entities; headings, back-matter sections (:data:`DROPPED_SECTIONS`),
+list markers and lines without a letter or digit dropped.
 """
 
 import bz2

@@ -1,19 +1,14 @@
 """BERT WordPiece vocabularies in fairseq form: the dictionary, the token map, the text codec.
 
-A checkpoint with a BERT vocabulary (BERT, MiniLM, the released ProphetNet) only makes sense
-with that vocabulary, so its data are tokenized with the checkpoint's ``vocab.txt`` (one piece
-a line, id = line number) and binarized with a fairseq dictionary holding the same pieces.
-fairseq's dictionary always starts with its four special symbols; BERT's play them, as the
-public ProphetNet and s2s-ft code map them (:data:`BERT_SPECIALS`)::
+Data for a BERT-vocabulary checkpoint are tokenized with its ``vocab.txt`` and binarized with a
+dictionary of the same pieces, BERT's special tokens playing fairseq's (:data:`BERT_SPECIALS`)::
 
     fairseq index   0     1      2      3      4 ...
     symbol          <s>   <pad>  </s>   <unk>  every other piece in vocab.txt order
     BERT token      [CLS] [PAD]  [SEP]  [UNK]  ([MASK] included)
 
-:func:`token_map` gives, for every symbol of a fairseq dictionary, the vocabulary id of the
-same token: the converters gather embedding rows through it. :class:`WordPieceCodec` is the
-text codec of such data (``"Summarization models"`` -> ``"sum ##mar ##ization models"`` and
-back to ``"summarization models"``).
+:func:`token_map` gives each dictionary symbol's vocabulary id (the converters gather rows
+through it); :class:`WordPieceCodec` is the text codec of such data.
 """
 
 from pathlib import Path

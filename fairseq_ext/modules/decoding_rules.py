@@ -1,29 +1,19 @@
 """Word-level rules on beam search's next-token log-probabilities, one hypothesis a row.
 
-``--no-repeat-ngram-size 2`` blocks a bigram the second time it would appear, so a word
-written twice in a row (the bigram's first appearance) passes: 41 of 100 ACLSum test
-summaries did ("machine translation translation systems"). The rules here see whole words of
-WordPiece (``##`` continues a word) and sentencepiece (``▁`` starts one) hypotheses, with the
-word boundaries of :func:`~fairseq_ext.modules.word_constraint.word_starts`:
+Whole words of WordPiece (``##`` continues a word) and sentencepiece (``▁`` starts one)
+hypotheses, as :func:`~fairseq_ext.modules.word_constraint.word_starts` tells them apart:
 
-* :class:`NoRepeatWord` (``--no-repeat-word``): a hypothesis never writes a word twice in a
-  row. With the current (partial) word ``p`` and the whole word ``w`` before it::
+* :class:`NoRepeatWord` (``--no-repeat-word``): never a word twice in a row. With the current
+  (partial) word ``p`` and the whole word ``w`` before it::
 
       p = (s,)               block s        "translation" then "translation"
       p = w[:-1], |w| >= 2   block w[-1]    "termin ##ological termin" then "##ological"
 
-  Each row blocks at most two tokens, so the beam always has a way on. The rule is
-  conservative with one-piece words: after "model" the piece "model" is blocked even where
-  it would start "models" ("model ##s"). Any symbol that is not special counts as a word, so
-  ". ." is blocked too.
-* :class:`EndAtSentence` (``--end-at-sentence``): after a standalone ``.``, ``?`` or ``!``
-  (not right after a number, where ``.`` may be a decimal point) the only token offered is
-  ``</s>``: one sentence per summary, as each ACLSum aspect summary is. The other tokens get
-  :data:`~fairseq_ext.modules.word_constraint.LEFT_OUT`, not ``-inf``, so that a hypothesis
-  still short of ``--min-len`` (where fairseq blocks ``</s>``) goes on at that cost.
+* :class:`EndAtSentence` (``--end-at-sentence``): after a standalone ``.``, ``?`` or ``!`` (not
+  after a number) only ``</s>``; the other tokens get
+  :data:`~fairseq_ext.modules.word_constraint.LEFT_OUT`, so ``--min-len`` still holds.
 
-Both are a few ``(B, L)`` tensor operations per step (no loop over rows or the vocabulary)
-and keep no state: a row's rule follows from its tokens alone, so beam reorders need nothing.
+A few ``(B, L)`` tensor operations per step, no state: beam reorders need nothing.
 """
 
 import torch

@@ -1,26 +1,16 @@
-"""A copy mechanism for any decoder that attends to its source: pointer-generator mixing.
-
-See, Liu and Manning, "Get To The Point: Summarization with Pointer-Generator Networks"
-(ACL 2017), Section 2.2. At every target step the decoder's attention over the source tokens
-doubles as a copy distribution, and a gate ``p_gen`` computed from the decoder state and the
-attention's context vector mixes it with the vocabulary distribution::
+"""A copy mechanism for any decoder that attends to its source: pointer-generator mixing
+(See et al. 2017, Section 2.2)::
 
     P(w) = p_gen * softmax(logits)[w] + (1 - p_gen) * sum_{j : source_j = w} attn_j
-
-Source and target share one vocabulary here (WordPiece, sentencepiece), so a source token
-is copied by its own id; a token the generator gives almost no probability (one seen only in
-this source) still gets the attention's mass. The mixture is a normalized distribution, so
-it is what a model's ``get_normalized_probs`` returns: fairseq's criterions and its
-``SequenceGenerator`` then train and decode the copy model unchanged.
 
     hidden (B, T, C) --+
     attn   (B, T, S) --+--> PointerGenerator --> p_gen (B, T, 1)
     source (S, B, C) --+
     logits (B, T, V), p_gen, attn, source ids (B, S) --> copy_mixture --> P or log P (B, T, V)
 
-Coverage (Section 2.3, :class:`Coverage`): the coverage vector ``c_t = sum_{t' < t} a_t'``
-(the copy attention so far) enters the copy attention's scores as ``w_h * c_t,i`` per head, and
-the criterion can add the coverage loss ``sum_i min(a_t,i, c_t,i)``.
+Source and target share one vocabulary, so a token is copied by its own id; the mixture is a
+normalized distribution, what ``get_normalized_probs`` returns. Coverage (Section 2.3,
+:class:`Coverage`): ``c_t = sum_{t' < t} a_t'`` enters the copy scores as ``w_h * c_t,i``.
 """
 
 import torch

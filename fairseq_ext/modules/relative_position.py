@@ -1,31 +1,22 @@
 """Relative-position buckets: exact for short distances, log-spaced beyond, and their biases.
 
-Two published schemes, each reproducing its released code bit for bit:
-
-* :func:`t5_relative_bucket` (T5's unidirectional buckets; ProphetNet's decoder, section 2.3):
-  distance ``max(i - j, 0)`` (keys in the future share bucket 0); distances below
-  ``num_buckets // 2`` have a bucket each, larger ones share log-spaced buckets up to
-  ``max_distance``, and everything beyond falls in the last bucket::
+* :func:`t5_relative_bucket` (T5, unidirectional; ProphetNet's decoder, section 2.3): distance
+  ``max(i - j, 0)``, one bucket each below ``num_buckets // 2``, log-spaced up to
+  ``max_distance``, the last bucket beyond; the bias is a per-query table gathered by bucket
+  (:func:`gather_relative_bias`)::
 
       distance:  0 1 2 ... 15 | 16 ... 22 | 23 ... 31 | ... | >= 128
       bucket:    0 1 2 ... 15 | 16        | 17 ...    | ... | 31        (32 buckets, max 128)
 
-  The bias is a per-query table (a linear map of the query's input, ``num_buckets * heads``
-  values, as in the public ProphetNet code) gathered by bucket: :func:`gather_relative_bias`.
-
-* :func:`deberta_log_bucket` (DeBERTa-v3; Z-Code++ section 2.2): signed, ``r = i - j``;
-  ``|r| <= mid = buckets // 2`` keeps its own bucket, longer distances share log buckets so that
-  ``|r| = max_distance - 1`` lands in bucket ``buckets - 1``::
+* :func:`deberta_log_bucket` (DeBERTa-v3; Z-Code++ section 2.2): signed ``r = i - j``::
 
       bucket(r) = r                                                              if |r| <= mid
                 = sign(r) * (ceil(log(|r|/mid) / log((max_distance-1)/mid) * (mid-1)) + mid)  otherwise
 
-  :func:`deberta_relative_index` lays the buckets out as the ``(T, T)`` index into a table of
-  ``2 * buckets`` rows; the position terms of disentangled attention are gathered with it.
+  :func:`deberta_relative_index` lays them out as the ``(T, T)`` index into ``2 * buckets`` rows.
 
-Both share the log scale (:func:`_log_fraction`); they round differently (T5 floors, DeBERTa
-takes the ceiling) and compute the log of the range differently (in double precision and in
-fp32), as their released code does, so that the buckets match it at every boundary.
+Each rounds (T5 floors, DeBERTa takes the ceiling) and takes the log (double, fp32) as its
+released code does, so the buckets match it at every boundary.
 """
 
 import math

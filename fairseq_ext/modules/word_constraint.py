@@ -1,23 +1,13 @@
-"""Decoding that writes only words it has read: every word a hypothesis contains is a word of
-its own source, or of a list given beside it (``--decode-words source``,
-``--decode-words-file``).
+"""Decoding that writes only words it has read: every word of a hypothesis is a word of its own
+source, or of a list given beside it (``--decode-words source``, ``--decode-words-file``).
 
-A small model trained on a hundred papers copies WordPieces one at a time and, between two
-right pieces, often picks a wrong one: "emdingdings", "conotaation", "revtriative". These are
-not words of the source nor of any summary, and each costs ROUGE-1 and two ROUGE-2 matches.
-Here beam search is only offered, at each step, the tokens that keep the word being written a
-prefix of an allowed word (a trie of piece ids), and the tokens that start a new allowed word
-(or end the hypothesis) once the current word is a whole allowed word. At the maximum length,
-where fairseq forces the end, the end is offered to every hypothesis. The model's
-probabilities are not renormalized: the tokens left out get a log-probability of
-:data:`LEFT_OUT` (-10,000), not ``-inf``. A hypothesis with no allowed token left (n-gram
-blocking can take the last ones) then goes on at that cost and ranks below every hypothesis
-that kept to the words, where ``-inf`` would leave beam search with fewer hypotheses than it
-must finish (fairseq 0.12.3 stops with ``assert step < max_len``).
-
-Words are told apart by the dictionary's symbols: WordPiece marks a continuing piece with
-``##``, sentencepiece marks a word's first piece with ``▁``. Special symbols (``<s>``,
-``</s>``, ``<pad>``, ``<unk>``) are never part of a word.
+At each step beam search is offered only the tokens that keep the word being written a prefix
+of an allowed word (a trie of piece ids), and those that start a new allowed word (or end the
+hypothesis) once the current word is whole. The tokens left out get :data:`LEFT_OUT`
+(-10,000), not ``-inf``: a hypothesis with no allowed token left goes on at that cost, where
+``-inf`` would leave beam search short of hypotheses (fairseq asserts ``step < max_len``).
+Words are told apart by WordPiece's ``##`` and sentencepiece's ``▁``; special symbols are never
+part of a word.
 """
 
 import os

@@ -1,18 +1,12 @@
-"""BERT's token noise (Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers",
-section 3.1 and appendix C.2): select tokens, then replace each selected token by the mask
-symbol, by a random token, or leave it, with fairseq's ``masked_lm`` shares
-(``--random-token-prob`` 0.1, ``--leave-unmasked-prob`` 0.1, the rest, 0.8, masked)::
+"""BERT's token noise (Devlin et al. 2019, section 3.1, appendix C.2) with fairseq's
+``masked_lm`` shares (``--random-token-prob`` 0.1, ``--leave-unmasked-prob`` 0.1, 0.8 masked)::
 
     tokens   : a  b  c  d  e  f
     selected : .  x  .  x  x  .        (select_tokens / select_exact)
     noised   : a  M  c  d  q  f        (80% -> M, 10% -> random q, 10% kept: d)
 
-Two selection rules, one replacement rule. s2s-ft selects each eligible token independently
-(:func:`select_tokens`, its ``--target-mask-prob``/``--source-mask-prob``); the Z-Code++
-generator's MLM picks exactly ``round(prob * n)`` of a row's ``n`` eligible tokens
-(:func:`select_exact`, ``--mask-prob``) and masks them all; ProphetNet's MASS spans
-(:mod:`.mass`) pick contiguous spans and noise them with :func:`bert_noise`. All functions are
-vectorized over any leading shape and draw from an optional ``torch.Generator``.
+:func:`select_tokens` draws each token independently (s2s-ft), :func:`select_exact` exactly
+``round(prob * n)`` of a row (the Z-Code++ generator); :func:`bert_noise` replaces.
 """
 
 from typing import Optional

@@ -1,11 +1,6 @@
-"""MASS span masking (Song et al., "MASS: Masked Sequence to Sequence Pre-training"), as
-ProphetNet pre-trains with it (section 3.1).
-
-"The input length of ProphetNet is set to 512. We randomly mask a continuous span in every
-64 tokens. 80% of the masked tokens are replaced by [M], 10% replaced by random tokens, and
-10% unchanged. The masked length is set to 15% of the total number of tokens. [...] the
-decoder only predicts the masked fragment." For a block of 10 tokens, chunks of 5 and
-``mask_prob`` 0.4 (two spans of 2)::
+"""MASS span masking (Song et al. 2019), as ProphetNet pre-trains with it (section 3.1): one
+contiguous span of ``mask_prob`` of every chunk, 80/10/10 masked/random/kept, the decoder
+predicting the fragments only. Chunks of 5, ``mask_prob`` 0.4::
 
     block    a b c d e | f g h i j
     spans      ^ ^     |     ^ ^
@@ -13,10 +8,9 @@ decoder only predicts the masked fragment." For a block of 10 tokens, chunks of 
     target   b c h i </s>              (the fragments, in order, then </s>)
     segment  0 0 2 2 2                 (index in target where each token's span starts)
 
-The decoder input is ``</s> b c h i``; :func:`fairseq_ext.prophetnet.loss.ngram_targets`
-uses ``segment`` so that the predicting streams forecast future tokens inside a span only.
-The span length of a chunk depends on the chunk's length alone, so target lengths are known
-before any randomness (batching needs them).
+``segment`` keeps the predicting streams inside a span
+(:func:`fairseq_ext.prophetnet.loss.ngram_targets`). A span's length depends on its chunk's
+length alone, so target lengths are known before any randomness.
 """
 
 import numpy as np

@@ -11,20 +11,9 @@ sentinel followed by its span::
     source   a b S0 e f g S1 </s>
     target   S0 c d S1 h </s>       (BART-LS puts <s> before both)
 
-The counts are T5's ``random_spans_noise_mask``: ``round(length * noise_density)`` noise
-tokens, clamped to ``[1, length - 1]``; ``max(1, round(noise / mean_span_length))`` spans; as
-many clean spans, alternating with them, a clean span first (so a noise span last, as in T5
-without its later ``random_roll``); every such mask is equally likely. The span
-count is further capped at the number of noise tokens and at the number of clean tokens:
-T5's rule asks for impossible splits there (more non-empty spans than tokens; T5 itself fails
-on them). Of this repository's two earlier copies, Z-Code++'s had this cap and BART-LS's lacked
-the noise-token half (it asked for 2 spans of 1 noise token, e.g. length 3, density 0.0625,
-mean 0.5, and crashed); both agreed everywhere else, so the kept rule is T5's wherever T5's
-is defined.
-
-Span ``i`` uses sentinel ``i mod len(sentinels)``: BART-LS's long inputs can hold more spans than
-sentinels (the order in the target still tells them apart); Z-Code++'s task checks at set-up
-that its blocks never need more spans than it has sentinels.
+The counts are T5's ``random_spans_noise_mask`` (a clean span first, no ``random_roll``),
+with the span count capped at the noise and the clean token counts, where T5's rule would ask
+for more non-empty spans than tokens. Span ``i`` uses sentinel ``i mod len(sentinels)``.
 """
 
 import numpy as np

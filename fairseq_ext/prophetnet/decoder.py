@@ -1,18 +1,10 @@
 """The ProphetNet decoder: n-stream self-attention layers (paper section 2.3).
 
-Training runs the main stream and all ``n`` predicting streams at once: rows
-``[main (T); stream 1 (T); ...; stream n (T)]``. A predicting stream's input is a learned
-stream embedding plus the position embedding of ``position + 1`` (no token embedding); all
-rows share every weight, and the embeddings are layer-normalized after concatenation.
-Only the predicting streams are projected to the vocabulary; stream 1 gives the
-next-token distribution.
-
-Inference switches the other streams off (section 2.3, last paragraph): each decoding step
-computes two rows, the new main-stream row (whose keys/values go to the cache) and the
-stream-1 row that predicts the next token. Public implementations compute all ``n``
-streams at every step and discard ``n - 1`` of them; here they are never computed. In the
-last layer the main stream only supplies keys/values (no vocabulary projection reads it),
-so its queries, encoder attention and feed-forward are skipped there, in training too.
+Training runs rows ``[main (T); stream 1 (T); ...; stream n (T)]`` at once; a predicting
+stream's input is its stream embedding plus the position embedding of ``position + 1``. Only
+the predicting streams are projected to the vocabulary. Inference computes two rows a step,
+the new main row (cached) and the stream-1 row that predicts the next token; the last layer
+skips the main stream's queries, encoder attention and feed-forward (nothing reads them).
 """
 
 from typing import Dict, Optional

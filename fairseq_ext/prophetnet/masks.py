@@ -1,11 +1,8 @@
 """Who sees what in n-stream self-attention (paper section 2.3, figure 2).
 
-Query rows come from the main stream (stream 0) and the predicting streams 1..n; keys are
-the main stream's states plus, for every predicting row, one private key: its own slot.
-Stream ``k >= 1`` at position ``i`` predicts the target token ``i + k - 1`` steps ahead of
-what it sees, so it sees main positions ``0 .. i - k + 1`` (position 0, the start token,
-always) and its own slot; it never sees another stream. The main stream is ordinary causal
-self-attention. ``x`` = visible, ``.`` = masked, for 4 positions and n = 2::
+Stream ``k >= 1`` at position ``i`` predicts the token ``k - 1`` steps after ``i``: it sees main
+positions ``0 .. i - k + 1`` (position 0 always) and its own slot, never another stream; the
+main stream is causal. ``x`` = visible, ``.`` = masked, for 4 positions and n = 2::
 
                   main keys j=0..3   own slot
     stream 0, i=0     x . . .           .
@@ -21,13 +18,8 @@ self-attention. ``x`` = visible, ``.`` = masked, for 4 positions and n = 2::
               i=2     x x . .           x
               i=3     x x x .           x
 
-Relative buckets follow the public code: a main row at ``i`` measures ``i - j`` to main key
-``j``; a predicting row (whose input carries position ``i + 1``) measures ``i - j + 1`` to
-main key ``j`` and 0 to its own slot.
-
-Everything here is a pure function of index tensors, so the same code serves the full
-training forward (all rows) and one step of incremental decoding (the new main row and the
-stream-1 row only).
+Relative buckets as the public code: a main row measures ``i - j``, a predicting row
+``i - j + 1`` to main key ``j`` and 0 to its own slot.
 """
 
 from typing import NamedTuple

@@ -1,23 +1,13 @@
 """Fluency beside ROUGE: how often summaries stutter and repeat themselves, on whole words.
 
-A file holds one summary a line (a paper's aspect summaries already joined), lower-cased and
-detokenized, e.g. ``machine translation translation systems .``. Its tokens are its
-whitespace-separated strings; a *word* is a token with a letter or digit in it (``.``, ``,``,
-``(`` are not words). Two figures, in percent:
+A *word* is a whitespace token with a letter or digit in it. Two figures, in percent:
 
 =======================  ==============================================================
 back-to-back repeats     share of summaries where a word is immediately followed by the
-                         same word (compared case-insensitively; ``learning learning``
-                         counts, ``learning , learning`` and ``. .`` do not)
-repeated bigrams         over all word bigrams of the file (punctuation dropped first, so
-                         ``models . the`` gives ``models the``), the share that repeat a
-                         bigram written earlier in the same summary (a bigram written three
-                         times counts twice)
+                         same word (case-insensitive; ``learning , learning`` does not count)
+repeated bigrams         over all word bigrams of the file (punctuation dropped first), the
+                         share that repeat a bigram written earlier in the same summary
 =======================  ==============================================================
-
-::
-
-    python -m fairseq_ext.cli.fluency model=test.hyp LEAD-3=lead3.hyp references=test.ref
 """
 
 from collections import Counter

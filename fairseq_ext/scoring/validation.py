@@ -1,16 +1,7 @@
-"""Validation-time ROUGE and BLEU during ``fairseq-train`` (``--eval-rouge``, ``--eval-bleu``),
-in fairseq's metric plumbing.
-
-ROUGE: each batch adds the sum of its sentences' ROUGE-1/2/L F1 and their count; the logged
-``rouge1``, ``rouge2``, ``rougeL`` are the mean over the validation set, in percent (usable as
-``--best-checkpoint-metric rougeL --maximize-best-checkpoint-metric``).
-
-BLEU: each batch adds the sufficient statistics of its generated hypotheses
-(:class:`~.bleu.BleuStats`) to its logging output under fairseq's own keys
-(``_bleu_counts_i``, ``_bleu_totals_i``, ``_bleu_sys_len``, ``_bleu_ref_len``); fairseq sums
-them over batches and workers and :func:`log_bleu` derives ``bleu`` from the sums, so the
-logged figure is the corpus BLEU of the whole validation set (rounded to 2 decimals), usable
-as ``--best-checkpoint-metric bleu --maximize-best-checkpoint-metric``.
+"""Validation ROUGE and BLEU during ``fairseq-train`` (``--eval-rouge``, ``--eval-bleu``), through
+fairseq's metrics: each batch logs sums (ROUGE-1/2/L F1 and a count; BLEU's sufficient
+statistics under fairseq's ``_bleu_*`` keys), and the logged ``rouge1``/``rouge2``/``rougeL``
+(mean F1, percent) and ``bleu`` (corpus BLEU) are derived from the sums over the whole set.
 """
 
 import json

@@ -1,16 +1,7 @@
-"""Text <-> token-id lines with a local Hugging Face tokenizer, for data that converted GPT /
-GPT-2 weights can read (their dictionary symbols are the tokenizer's ids, see
-:mod:`fairseq_ext.convert.transformer_sm`).
-
-    # raw text (one document per line) -> lines of ids, then fairseq-preprocess --srcdict conv/dict.txt
-    python -m fairseq_ext.cli.hf_text encode --tokenizer DIR \
-        --inputs raw/train.source raw/train.target --outputs ids/train.source ids/train.target
-    # ids (e.g. the H- hypotheses of fairseq-generate) -> text
-    python -m fairseq_ext.cli.hf_text decode --tokenizer DIR < hyp.ids > hyp.txt
-
-``DIR`` is a local folder (``tokenizer.json``, or ``vocab.json`` + ``merges.txt``); nothing is
-downloaded. Empty lines stay empty. In decoding, fairseq's special symbols (``<unk>``,
-``<delim>``, ...) are dropped; any other symbol that is not an id is an error naming the line.
+"""Text <-> token-id lines with a local Hugging Face tokenizer (``python -m
+fairseq_ext.cli.hf_text``), for the data of converted GPT / GPT-2 weights, whose dictionary
+symbols are token ids. Empty lines stay empty; in decoding fairseq's special symbols are
+dropped and any other non-id is an error naming the line.
 """
 
 

@@ -1,19 +1,11 @@
 """The Transformer-SM network as fairseq sees it: an article "encoder" and the GPT decoder.
 
-One GPT-style stack of masked self-attention blocks reads ``<s> article <delim> summary``
-with fully causal attention (paper Sec. 2; the public code's layout, see :mod:`.layout`). To run
-under stock ``fairseq-generate`` and the hub, the model is presented to fairseq as an
-encoder-decoder pair:
-
-* :class:`ArticleEncoder` only carries the (right-padded) article tokens through the
-  SequenceGenerator, which reorders them with the beams; it has no parameters.
-* :class:`TransformerSMDecoder` is the whole GPT. In training (and at the first decoding step)
-  it runs ``[article; decoder input]`` as one causal row, so every layer's keys and values of
-  the article enter fairseq's incremental-state cache exactly as a language model would compute
-  them; later steps feed one summary token against that cache. Since attention is causal, the
-  summary scores are those of one forward pass over the joint sequence.
-
-The configuration object is the ``transformer_sm`` model's (``user_dir/models/transformer_sm.py``).
+One causal GPT stack reads ``<s> article <delim> summary`` (paper Sec. 2, :mod:`.layout`),
+presented as an encoder-decoder pair so that fairseq-generate and the hub run it:
+:class:`ArticleEncoder` only carries the article tokens (no parameters);
+:class:`TransformerSMDecoder` is the whole GPT, running ``[article; decoder input]`` as one
+causal row at the first step (its keys and values enter the incremental cache) and one summary
+token a step after.
 """
 
 import torch

@@ -1,30 +1,17 @@
 """Disentangled self-attention (DeBERTa; Z-Code++ Section 2.2).
 
-Each token has a content vector ``H_i`` and each relative distance a position vector ``P_r``
-(one shared, LayerNormed table of ``2 * buckets`` rows for the whole encoder). The score of
-query ``i`` and key ``j`` is the sum of three terms, each scaled by ``1 / sqrt(3 d)``:
+The score of query ``i`` and key ``j`` sums three terms, each scaled by ``1 / sqrt(3 d)``::
 
     content-to-content   Q_i . K_j
     content-to-position  Q_i . Kr_{bucket(i - j)}         (c2p)
     position-to-content  K_j . Qr_{bucket(j - i)}         (p2c)
 
-with ``Kr = P W_k`` and ``Qr = P W_q``: the position keys and queries go through the content
-projections (DeBERTa-v3's ``share_att_key``), biases included. As in DeBERTa's public code, p2c
-gathers with ``-bucket(i - j)`` (the paper writes ``delta(j, i)``; the two agree because the
-buckets are odd-symmetric). Each attention module drops out the shared relative table with its
-own mask (``position_dropout``), as DeBERTa's ``pos_dropout`` does in every layer.
-
-The position scheme returns its two terms as an additive fp32 score bias
-(:func:`disentangled_position_bias`); the attention core is the shared
-:func:`~fairseq_ext.modules.attention.biased_attention` (c2c in fp32 plus the bias, the
-detached row maximum subtracted before the masked softmax: DeBERTa's fp16 safety).
-
-Long inputs (``T`` above ``query_chunk_size``) take the exact, memory-efficient path: queries in
-chunks of ``c`` rows (:func:`~fairseq_ext.modules.attention.chunked_biased_attention`), each
-chunk's position terms built for its band of relative buckets only
-(:func:`disentangled_band_bias`). Nothing of size ``T x T`` is ever held (not even the index):
-peak memory is linear in ``T`` for a fixed ``c``, in training too (chunks are recomputed in
-backward), and the result equals the full-score path.
+with ``Kr = P W_k`` and ``Qr = P W_q`` (``share_att_key``) over one shared, LayerNormed relative
+table ``P`` of ``2 * buckets`` rows, dropped out per module (``pos_dropout``). The position
+terms are an additive fp32 bias (:func:`disentangled_position_bias`) to the shared core
+:func:`~fairseq_ext.modules.attention.biased_attention`. Above ``query_chunk_size`` tokens,
+queries go in chunks, each with the bias of its band of buckets only
+(:func:`disentangled_band_bias`): memory linear in ``T``, the same result.
 """
 
 import math
@@ -38,19 +25,9 @@ from ..modules.relative_position import relative_band, relative_index_rows
 
 
 def disentangled_position_bias(query, key, pos_query, pos_key, position_index):
-    """The c2p + p2c score terms of disentangled attention, in fp32.
-
-    Args:
-        query, key: (B, H, T, D) content queries and keys; ``query`` already scaled by
-            ``1/sqrt(3D)`` (see :class:`DisentangledSelfAttention`).
-        pos_query, pos_key: (H, 2S, D) projections of the relative table; ``pos_query`` is
-            scaled like ``query``.
-        position_index: (T, T) LongTensor, ``clamp(bucket(i - j) + S, 0, 2S - 1)``
-            (:func:`~fairseq_ext.modules.relative_position.deberta_relative_index`).
-
-    Returns:
-        (B, H, T, T) fp32 bias to add to the content scores (a fresh tensor).
-    """
+    """The c2p + p2c score terms, fp32 ``(B, H, T, T)``: ``query``, ``key`` ``(B, H, T, D)`` (query
+    scaled by ``1/sqrt(3D)``), ``pos_query``, ``pos_key`` ``(H, 2S, D)`` (pos_query scaled alike),
+    ``position_index`` ``(T, T)`` (:func:`~fairseq_ext.modules.relative_position.deberta_relative_index`)."""
     batch, heads, length, _ = query.shape
     index = position_index.expand(batch, heads, length, length)  # (B, H, T, T), a view
     c2p = torch.matmul(query, pos_key.transpose(-1, -2))  # (B, H, T, 2S)
@@ -62,26 +39,14 @@ def disentangled_position_bias(query, key, pos_query, pos_key, position_index):
 
 
 def disentangled_band_bias(query, p2c_table, pos_key, distance_index, start, end):
-    """The c2p + p2c terms of query rows ``[start, end)`` over all ``T`` keys, in fp32.
-
-    For these rows the distances ``i - j`` lie in ``[start - (T-1), end - 1]``, so only the
-    table rows ``[lo, hi]`` of that band are read (:func:`relative_band`)::
+    """Rows ``[start, end)`` of :func:`disentangled_position_bias`, ``(B, H, c, T)`` fp32, reading only
+    the table rows ``[lo, hi]`` of the chunk's band of distances (:func:`relative_band`)::
 
         c2p[i, j] = Q_i . Kr[index[i, j]]   =  (Q_chunk Kr[lo:hi+1]^T)[i, index[i, j] - lo]
         p2c[i, j] = K_j . Qr[index[i, j]]   =  p2c_table[j, index[i, j]]  (band columns only)
 
-    Args:
-        query: (B, H, c, D) the chunk's scaled content queries.
-        p2c_table: (B, H, T, 2S) ``K Qr^T``, computed once per layer (linear in ``T``).
-        pos_key: (H, 2S, D) position keys.
-        distance_index: (2T-1,) from
-            :func:`~fairseq_ext.modules.relative_position.deberta_distance_index`.
-        start, end: the chunk's query rows.
-
-    Returns:
-        (B, H, c, T) fp32 bias (a fresh tensor), equal to rows ``[start, end)`` of
-        :func:`disentangled_position_bias`.
-    """
+    ``query`` ``(B, H, c, D)``; ``p2c_table`` ``(B, H, T, 2S)`` = ``K Qr^T`` (once per layer);
+    ``pos_key`` ``(H, 2S, D)``; ``distance_index`` ``(2T-1,)``."""
     batch, heads, rows, _ = query.shape
     length = p2c_table.size(2)
     lo, hi = relative_band(distance_index, start, end)
@@ -94,17 +59,9 @@ def disentangled_band_bias(query, p2c_table, pos_key, distance_index, start, end
 
 
 class DisentangledSelfAttention(nn.Module):
-    """Multi-head disentangled self-attention over (B, T, C) inputs.
-
-    Args:
-        embed_dim: model width C.
-        num_heads: H; ``C % H == 0``.
-        dropout: dropout on the attention weights.
-        position_dropout: dropout on the relative table, drawn in every call (DeBERTa's
-            ``pos_dropout``, at the hidden dropout rate).
-        query_chunk_size: inputs longer than this take the memory-efficient path, in chunks of
-            this many queries (same result); 0 = always materialize the ``T x T`` scores.
-    """
+    """Multi-head disentangled self-attention over (B, T, C) inputs; ``position_dropout`` drops out
+    the relative table in every call (DeBERTa's ``pos_dropout``); inputs longer than
+    ``query_chunk_size`` (0: never) take the chunked path."""
 
     SCORE_TERMS = 3  # c2c + c2p + p2c: each term is scaled by 1/sqrt(3 d)
 
@@ -131,18 +88,8 @@ class DisentangledSelfAttention(nn.Module):
         return split_heads(x, self.num_heads).contiguous()
 
     def forward(self, x, key_padding_mask, rel_embeddings, distance_index):
-        """
-        Args:
-            x: (B, T, C) hidden states.
-            key_padding_mask: (B, T) True at padding.
-            rel_embeddings: (2S, C) relative position table, LayerNormed by the encoder; dropped
-                out here.
-            distance_index: (2T-1,) table row of every distance, from
-                :func:`~fairseq_ext.modules.relative_position.deberta_distance_index`.
-
-        Returns:
-            (B, T, C) attention output after the output projection.
-        """
+        """``x`` (B, T, C), ``key_padding_mask`` (B, T) True at padding, ``rel_embeddings`` (2S, C) the
+        LayerNormed table, ``distance_index`` (2T-1,) -> (B, T, C)."""
         length = x.size(1)
         query = self._heads(self.q_proj(x) * self.scaling)  # (B, H, T, D)
         key = self._heads(self.k_proj(x))  # (B, H, T, D)

@@ -1,21 +1,11 @@
 """The Z-Code++ encoder: disentangled attention (Section 2.2) and fusion-in-encoder (Section 2.3).
 
 A fairseq :class:`TransformerEncoderBase` whose layers use :class:`DisentangledSelfAttention`
-and one shared, LayerNormed relative-position table; there are no absolute positions (DeBERTa-v3
-``position_biased_input=False``), so any input length works. With ``fie_chunk_size > 0`` the
-first ``L - fie_global_layers`` layers are *local* (attention within chunks of
-``fie_chunk_size`` tokens) and the last ``fie_global_layers`` are *global*; local and global
-layers are ordinary layers of the same encoder, so a checkpoint trained without FiE is used
-with FiE as is (the paper initializes both from the encoder's weights).
-
-Global layers over inputs longer than ``attention_chunk_size`` take the exact, memory-efficient
-attention path (queries in chunks, see :mod:`.disentangled_attention`); with fairseq's
-``checkpoint_activations`` every layer's activations are recomputed in backward.
-
-The configuration object is fairseq's ``TransformerConfig`` carrying six extra fields (see
-``user_dir/models/zcodepp.py``): ``relative_buckets``, ``relative_max_distance``,
-``encoder_layer_norm_eps`` (every LayerNorm of the encoder; DeBERTa-v3 uses 1e-7, fairseq
-1e-5), ``fie_chunk_size``, ``fie_global_layers`` and ``attention_chunk_size``.
+and one shared, LayerNormed relative table; no absolute positions, so any input length works.
+With ``fie_chunk_size > 0`` the first ``L - fie_global_layers`` layers attend within chunks and
+the last ones globally, with the same weights (a checkpoint trained without FiE is used as is).
+Global layers over more than ``attention_chunk_size`` tokens take the memory-efficient path.
+The extra config fields are listed in ``user_dir/models/zcodepp.py``.
 """
 
 from fairseq.models.transformer import TransformerEncoderBase

@@ -1,12 +1,8 @@
-"""Instruction templates for grounded pre-training (Z-Code++ Section 2.1, Table 1).
-
-Every document -> summary pair of phase two is prefixed by a natural-language instruction
-drawn from its corpus's template list. :data:`PAPER_TEMPLATES` is the paper's Table 1;
-:data:`PROJECT_TEMPLATES` adds lists, written in the same style, for the corpora this project
-prepares (ACLSum); a templates file (``corpus<TAB>instruction`` lines) adds or replaces lists.
+"""Instruction templates for grounded pre-training (Z-Code++ Section 2.1, Table 1):
+:data:`PAPER_TEMPLATES` (the paper's) and :data:`PROJECT_TEMPLATES` (ACLSum's, same style).
 
 :class:`InstructionDataset` draws one template per example, seeded by ``(seed, epoch, corpus,
-index)``, and truncates the document so that instruction + document + ``</s>`` fit:
+index)``, and truncates the document so that instruction + document + ``</s>`` fit::
 
     templates: [t1 t2 t3], [u1 u2]        document: d1 d2 d3 d4 </s>      max_len = 6
     draw 0  ->  t1 t2 t3 d1 d2 </s>

@@ -1,7 +1,4 @@
-"""The phase-one dataset: every block of text yields the inputs of all three losses.
-
-An item of the wrapped dataset is a block of tokens ending with ``</s>`` (fairseq's
-``TokenBlockDataset`` over monolingual data). :class:`ZCodeppPretrainingDataset` turns it into
+"""The phase-one dataset: every block of text yields the inputs of all three losses::
 
     original     the block (RTD labels are computed against it)
     mlm_source   the block with 15% of its word tokens replaced by <mask> (generator input)
@@ -9,9 +6,8 @@ An item of the wrapped dataset is a block of tokens ending with ``</s>`` (fairse
     source       the block with T5-style spans replaced by sentinels (encoder input for CSP)
     target       sentinel + span, ..., </s> (decoder target for CSP)
 
-and the collater pads them into a fairseq sample whose ``net_input`` drives the
-encoder-decoder (CSP) and whose ``pretraining`` entry drives the generator and discriminator.
-Corruptions (:mod:`fairseq_ext.noising`) are seeded by ``(seed, epoch, index)``.
+The collater's ``net_input`` drives the encoder-decoder (CSP), its ``pretraining`` entry the
+generator and discriminator; corruptions are seeded by ``(seed, epoch, index)``.
 """
 
 import numpy as np

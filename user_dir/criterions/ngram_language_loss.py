@@ -1,15 +1,10 @@
 """``ngram_language_loss``: ProphetNet's future n-gram loss (paper section 2.2, eq. 3-4).
 
-``L = sum_j alpha_j * LS-CE(stream j)`` with ``alpha_j = gamma^j / sum_i gamma^i``; every
-stream's term is fairseq's :func:`label_smoothed_nll_loss` over its non-pad targets
-(:func:`fairseq_ext.prophetnet.loss.ngram_targets`), and the sample size is the number of
-target tokens, so with ``--ngram 1`` (or ``--disable-ngram-loss``) the loss is exactly
-fairseq's ``label_smoothed_cross_entropy``. The public code weights every stream 1 and
-divides by the token count of all streams, which is the same objective at gamma = 1 up to
-the first positions of the later streams (excluded here, as eq. 3 excludes them), and
-smooths with ``eps / V`` instead of fairseq's ``eps / (V - 1)``. ``--ignore-prefix-size k``
-drops the first ``k`` positions of every stream after its targets are built, so streams 2..n
-keep every target they can see a main-stream token for.
+``L = sum_j alpha_j * LS-CE(stream j)`` with ``alpha_j = gamma^j / sum_i gamma^i``, each term
+fairseq's :func:`label_smoothed_nll_loss` over the stream's targets
+(:func:`fairseq_ext.prophetnet.loss.ngram_targets`): with ``--ngram 1`` it is exactly
+``label_smoothed_cross_entropy``. Unlike the public code, the later streams' first positions
+are excluded (as eq. 3 does) and smoothing is fairseq's ``eps / (V - 1)``.
 """
 
 import math

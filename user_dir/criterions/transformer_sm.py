@@ -1,20 +1,11 @@
 """``transformer_sm`` criterion: the two training objectives of Transformer-SM (paper Sec. 3).
 
-* ``--mode dat`` (domain-adaptive training, Eq. 4): next-token loss on the article tokens
-  (each predicted from the one before; ``<delim>`` is never a target: the paper trains on
-  article and summary tokens, the authors' loss mask is 0 at the delimiter), every summary
-  token and the end token;
-* ``--mode ett`` (end-task training, Eq. 5): loss on the summary tokens and the end token only,
-  which is ``label_smoothed_cross_entropy`` on the decoder output.
+* ``--mode dat`` (Eq. 4): next-token loss on the article tokens (``<delim>`` never a target),
+  the summary tokens and the end token;
+* ``--mode ett`` (Eq. 5): the summary tokens and the end token only.
 
-``--mode ett --dat-epochs K`` runs the paper's whole schedule in one fairseq-train call:
-epochs 1..K use the DAT loss, later epochs the ETT loss (the epoch comes from the task's
-``begin_epoch``); pick checkpoints by ``--best-checkpoint-metric summary_nll_loss`` then, since
-the DAT loss also counts article tokens.
-
-Both use fairseq's ``label_smoothed_nll_loss`` (``--label-smoothing``, 0 in the paper) and
-count every predicted token in ``ntokens``/``sample_size``. ``summary_nll_loss`` is logged in
-both modes, so DAT and ETT runs can be compared (and checkpoints chosen) on the summary alone.
+``--mode ett --dat-epochs K`` runs the paper's schedule in one call (DAT for epochs 1..K).
+``summary_nll_loss`` is logged in both modes, to compare runs and pick checkpoints.
 """
 
 import logging

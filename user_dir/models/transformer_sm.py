@@ -1,16 +1,9 @@
-"""``transformer_sm``: the decoder-only summarizer of Hoang et al. (Transformer-SM).
+"""``transformer_sm``: the decoder-only summarizer of Hoang et al. (Transformer-SM); the network
+is :mod:`fairseq_ext.transformer_sm.model` (``--task transformer_sm --criterion transformer_sm``).
 
-Registration, configuration and named sizes; the network (an article "encoder" that only
-carries the tokens, and the GPT decoder over ``<s> article <delim> summary``) is
-:mod:`fairseq_ext.transformer_sm.model`. Train it with ``--task transformer_sm --criterion
-transformer_sm``.
-
-Sizes: ``transformer_sm_gpt`` is the paper's (GPT-1: 12 layers, 768, 12 heads, post-LN, tanh-gelu,
-512 positions); ``transformer_sm_gpt2`` the GPT-2 small layout (pre-LN with a final LayerNorm,
-tanh-gelu, 1024 positions) for converted GPT-2 weights; ``--no-source-embeddings`` is the
-paper's Transformer-LM ablation. Positions of the summary restart at 0 by default, as in the
-public code (``--summary-positions continue`` numbers them after the article, the paper's
-Eq. 1 read literally).
+``transformer_sm_gpt`` is the paper's size (GPT-1: 12 layers, 768, 12 heads, post-LN, 512
+positions), ``transformer_sm_gpt2`` GPT-2 small's layout (pre-LN, 1024 positions);
+``--no-source-embeddings`` is the paper's Transformer-LM ablation.
 """
 
 from dataclasses import dataclass, field

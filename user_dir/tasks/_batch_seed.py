@@ -1,18 +1,13 @@
 """Training randomness keyed to the batch, not to how batches are laid out over processes.
 
-fairseq seeds torch once per update (``--seed`` + update number), so the dropout masks, the
-token noise of s2s-ft and the replacements Z-Code++'s generator samples depend on where a
-batch falls in the update: with ``--update-freq 2`` the second batch draws after the first,
-while on two processes each batch draws first. :class:`BatchSeededTrainStep` seeds every
-training batch from ``(--seed, update number, the ids of its examples)`` instead, so that N
-processes train exactly as one process with ``--update-freq N`` (same batches, same random
-draws), and a resumed run draws what the uninterrupted run would have::
+:class:`BatchSeededTrainStep` seeds every training batch from ``(--seed, update number, the ids
+of its examples)``, so N processes train exactly as one with ``--update-freq N`` and a resumed
+run draws what the uninterrupted one would have::
 
     one process, --update-freq 2     update k: batch b0 (seed of b0), batch b1 (seed of b1)
     two processes                    update k: rank 0 b0 (seed of b0) | rank 1 b1 (seed of b1)
 
-The global random state is restored after each batch, as fairseq's own ``set_torch_seed``
-context does.
+The global random state is restored after each batch.
 """
 
 import zlib

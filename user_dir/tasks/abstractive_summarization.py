@@ -1,24 +1,11 @@
-"""``abstractive_summarization``: document -> summary on fairseq binarized data.
+"""``abstractive_summarization``: document -> summary on the binarized data of
+``python -m preprocess.prepare`` (``OUT/bin``, with its text codec beside it).
 
-The data directory is what ``python -m preprocess.prepare`` writes to ``OUT/bin``: a
-``source``/``target`` pair binarized with one joined dictionary and the sentencepiece model
-``spm.model`` beside it (or, for BERT data, the WordPiece ``vocab.txt``). On top of
-:class:`~fairseq.tasks.translation.TranslationTask` it adds counted truncation of long sources
-(and targets), an optional instruction prefix (grounded pre-training), ROUGE on the validation
-set during training (usable as ``--best-checkpoint-metric rougeL
---maximize-best-checkpoint-metric``), BLEU (fairseq's ``--eval-bleu`` flags: sacrebleu corpus
-BLEU on text decoded with the data's sentencepiece or WordPiece model,
-:mod:`fairseq_ext.scoring.validation`; usable as ``--best-checkpoint-metric bleu``; ROUGE and
-BLEU score the same hypotheses, generated once per validation batch), and checks of the
-binarized files before fairseq reads them.
-
-Length limits: ``--max-source-positions``/``--max-target-positions`` default to the model's
-own (its ``--arch`` when training, the checkpoint's when generating), and sources are never cut
-longer than the model takes: the limit used is the smaller of the flag and the model's
-(``utils.resolve_max_positions``, as fairseq filters batches). fairseq 0.12.3's ``translation``
-task instead defaults both to 1024, so a model trained at 512 and generated without the flag got
-sources of 1024 tokens and fairseq-generate stopped at the first long one ("Size of sample #43
-is invalid").
+fairseq's ``translation`` task plus counted truncation to the model's own length limits (the
+smaller of ``--max-*-positions`` and the model's), an optional instruction prefix, word
+constraints and rules for beam search, validation ROUGE and BLEU on one generation per batch
+(:mod:`fairseq_ext.scoring.validation`), and checks of the binarized files before fairseq
+reads them.
 """
 
 import itertools

@@ -1,20 +1,13 @@
 """``prophetnet_span_mask``: ProphetNet pre-training on plain text (paper section 3.1).
 
-MASS-style span masking (:mod:`fairseq_ext.noising.mass`): blocks of up to
-``--tokens-per-sample`` (512) tokens, one contiguous span masked in every ``--span-chunk``
-(64) tokens, ``--mask-prob`` (15%) of the tokens in all, replaced 80% by the mask symbol /
-10% by random tokens (``--random-token-prob``) / 10% unchanged (``--leave-unmasked-prob``);
-the decoder predicts the masked fragments only, and the n-gram loss stays inside each span.
-Microsoft never released ProphetNet's pre-training code (ProphetNet issues #6, #54); this
-follows the paper's description.
+MASS span masking (:mod:`fairseq_ext.noising.mass`) over blocks of ``--tokens-per-sample``
+tokens: one span in every ``--span-chunk``, ``--mask-prob`` of the tokens, 80/10/10; the
+n-gram loss stays inside each span. ProphetNet's pre-training code was never released; this
+follows the paper. The mask symbol is ``[MASK]`` when the dictionary has it, else ``<mask>``
+is appended (a summarization task drops that row again).
 
     fairseq-train data/wiki/bin --user-dir user_dir --task prophetnet_span_mask \\
         --arch prophetnet_summ_base --criterion ngram_language_loss ...
-
-Reads what ``python -m preprocess.prepare --corpus wiki`` writes (``dict.txt``,
-``{train,valid}.bin``). The mask symbol is ``[MASK]`` when the dictionary has it (the BERT
-dictionary of converted checkpoints), else ``<mask>`` is appended; a summarization task
-loading the checkpoint drops that row again (``ProphetNetSummModel.upgrade_state_dict_named``).
 """
 
 import logging

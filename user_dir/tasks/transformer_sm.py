@@ -1,19 +1,13 @@
 """``transformer_sm``: ``abstractive_summarization`` laid out for a decoder-only summarizer.
 
-Each binarized pair becomes the joint row of Transformer-SM (the public code's
-``_start_ article _delimiter_ summary _classify_``)::
+Each pair becomes the joint row of Transformer-SM::
 
     article (net_input.src_tokens, right-padded):       <s> a_1 .. a_K
     decoder input (net_input.prev_output_tokens):       <delim> s_1 .. s_N
     target:                                             s_1 .. s_N </s>
 
-``<delim>`` is added to the joined dictionary when it is loaded. Articles are truncated to
-``--max-source-positions`` (``<s>`` included) and summaries to ``--max-target-positions``
-(``</s>`` included), with counts in the log; both default to the model's (the architectures:
-512 and 110, as the paper truncates articles to 512 and summaries to 110 BPE tokens). Generation starts every
-hypothesis from ``<delim>`` after the article, so fairseq-generate, ``--eval-rouge`` and the hub
-run unchanged; with the ``transformer_sm`` model this is the paper's conditioning on
-"the article tokens, the delimiter token, and any previously generated summary tokens".
+``<delim>`` is added to the dictionary when it is loaded; articles and summaries are truncated
+(counted) to the model's limits (512 and 110, as the paper); generation starts from ``<delim>``.
 """
 
 from dataclasses import dataclass, field

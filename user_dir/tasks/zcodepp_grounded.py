@@ -1,19 +1,13 @@
 """``zcodepp_grounded``: Z-Code++ phase two, grounded pre-training (Section 2.1, Table 1).
 
-Continued training of a phase-one checkpoint on document -> summary pairs from several
-corpora, each source prefixed by an instruction drawn per example (and per epoch) from its
-corpus's template list. Everything else (truncation, ROUGE, generation, hub) is the
-``abstractive_summarization`` task this subclasses.
+Document -> summary pairs from several corpora (one dictionary and sentencepiece model, the
+first ``DATA`` directory's), each source prefixed by an instruction drawn per example and epoch
+from its corpus's templates (``fairseq_ext/zcodepp/instructions.py``, or
+``--instruction-templates FILE``); the rest is ``abstractive_summarization``.
 
     fairseq-train data/wiki_aclsum/bin --user-dir user_dir --task zcodepp_grounded \\
         --grounded-corpora aclsum:data/wiki_aclsum/bin,aclsum_long:data/wiki_aclsum_long/bin \\
         --arch zcodepp_base --finetune-from-model PHASE1/checkpoint_best.pt ...
-
-All corpora must be binarized with the same dictionary and sentencepiece model (those of the
-phase-one data: ``prepare --spm-model ... --srcdict ...``); the first positional ``DATA``
-directory supplies them. Templates: the paper's Table 1 and this project's ACLSum lists by
-default (``fairseq_ext/zcodepp/instructions.py``); ``--instruction-templates FILE`` adds or
-replaces lists (``corpus<TAB>instruction`` lines).
 """
 
 import logging
