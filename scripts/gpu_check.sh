@@ -134,7 +134,7 @@ train() {  # name, processes, family, precision
         command=(fairseq-train)
     fi
     # shellcheck disable=SC2046
-    command+=("${DATA}/${corpus}/bin" --user-dir user_dir --arch "$(arch_of "${family}")" "${args[@]:1}"
+    command+=("${DATA}/${corpus}/bin" --user-dir "${REPO}/user_dir" --arch "$(arch_of "${family}")" "${args[@]:1}"
               --optimizer adam --lr 1e-4 --batch-size "${BATCH}" --required-batch-size-multiple 1
               --max-update "${UPDATES}" --disable-validation --no-save --num-workers 0 --seed 1
               --log-format json --log-interval 1 --no-progress-bar --save-dir "${WORK}/ckpt-${name}"

@@ -20,7 +20,7 @@ linear_decay_args "${MAX_UPDATE}"
 args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-positions TARGET_POSITIONS:=--max-target-positions \
     ATTENTION=--encoder-attention BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 
-fairseq-train "${DATA}" --user-dir user_dir \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" \
     --task abstractive_summarization --arch "${ARCH}" \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
     --finetune-from-model "${INIT}" "${CHECKPOINT_ARGS[@]}" \

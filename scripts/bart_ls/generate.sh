@@ -15,7 +15,7 @@ defaults RAW="$(dirname "${DATA}")/raw" OUT="$(dirname "${CHECKPOINT}")/generate
 if_set INSTRUCTION_ARGS --instruction "${QUERY}"
 
 mkdir -p "${OUT}"
-fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task abstractive_summarization \
     --path "${CHECKPOINT}" --gen-subset test --batch-size "${BATCH_SIZE}" --num-workers 0 \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --beam "${BEAM}" --lenpen "${LENPEN}" --no-repeat-ngram-size "${NO_REPEAT}" \

@@ -33,7 +33,7 @@ args_from_checkpoint "${INIT}" ARCH:=--arch SOURCE_POSITIONS:=--max-source-posit
     BLOCK_SIZE=--block-size POOLING_LAYERS=--pooling-layers
 write_args_txt "${SAVE}" "${CHECKPOINT_ARGS[@]}"
 
-fairseq-train "${DATA}" --user-dir user_dir \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" \
     --task bart_ls_long_denoising --arch "${ARCH}" --criterion label_smoothed_cross_entropy \
     --finetune-from-model "${INIT}" "${CHECKPOINT_ARGS[@]}" \
     --tokens-per-sample "${TOKENS_PER_SAMPLE}" --noise-density "${NOISE_DENSITY}" \

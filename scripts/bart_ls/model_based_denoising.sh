@@ -27,7 +27,7 @@ if [[ "${FREEZE_SCORER}" == "1" ]]; then
 fi
 if_set scorer_path_args --scorer-path "${SCORER_PATH}"
 
-fairseq-train "${DATA}" --user-dir user_dir \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" \
     --task bart_ls_model_based_denoising --arch "${ARCH}" \
     --criterion bart_ls_model_based_denoising --hard-span-fraction "${HARD_FRACTION}" "${scorer_args[@]}" "${scorer_path_args[@]}" \
     --finetune-from-model "${INIT}" "${CHECKPOINT_ARGS[@]}" \

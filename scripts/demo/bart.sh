@@ -4,17 +4,17 @@
 CORPUS="${CORPUS:-aclsum}"
 VOCAB_SIZE="${VOCAB_SIZE:-4000}"
 MAX_EPOCH="${MAX_EPOCH:-60}"
-MAX_SOURCE="${MAX_SOURCE:-320}"
+SOURCE_POSITIONS="${SOURCE_POSITIONS:-320}"
 TRAIN_ARGS=(
     --task abstractive_summarization --arch "${ARCH:-bart_summ_small}"
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
     "${FROM_SCRATCH_ARGS[@]}"
-    --max-tokens 6144 --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
+    --max-tokens 6144 --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions 160
     --validate-interval 5
 )
 GEN_ARGS=(
     --task abstractive_summarization
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-b "${MAX_LEN_B:-140}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions 160
 )

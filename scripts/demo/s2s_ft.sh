@@ -27,11 +27,11 @@ TRAIN_ARGS=(
     --lr "${LR:-1e-4}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP:-10}"
     --total-num-update "${TOTAL_UPDATES:-130}" --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1
     --batch-size 8 --required-batch-size-multiple 1
-    --max-source-positions "${MAX_SOURCE:-256}" --max-target-positions 128
+    --max-source-positions "${SOURCE_POSITIONS:-256}" --max-target-positions 128
 )
 GEN_ARGS=(
     --task s2s_ft_summarization --required-batch-size-multiple 1
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-b "${MAX_LEN_B:-127}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
-    --max-source-positions "${MAX_SOURCE:-256}" --max-target-positions 128
+    --max-source-positions "${SOURCE_POSITIONS:-256}" --max-target-positions 128
 )

@@ -1,27 +1,22 @@
 # Demo recipe: Z-Code++ (disentangled-attention encoder + standard decoder) at a small size
-# (3 + 3 layers, 256 wide, 4 heads, 64 relative buckets up to distance 256), trained from
+# (zcodepp_small: 3 + 3 layers, 256 wide, 4 heads, 64 relative buckets up to distance 256), trained from
 # scratch on ACLSum with the BART demo's settings (no pre-training: the main job's two CPU
 # cores do not allow it; scripts/zcodepp/ holds the full pipeline). Sourced by
 # scripts/run_demo.sh; every variable can be overridden from the environment.
 CORPUS="${CORPUS:-aclsum}"
 VOCAB_SIZE="${VOCAB_SIZE:-4000}"
 MAX_EPOCH="${MAX_EPOCH:-60}"
-MAX_SOURCE="${MAX_SOURCE:-320}"
+SOURCE_POSITIONS="${SOURCE_POSITIONS:-320}"
 TRAIN_ARGS=(
-    --task abstractive_summarization --arch "${ARCH:-zcodepp_base}"
-    --encoder-layers "${LAYERS:-3}" --decoder-layers "${LAYERS:-3}"
-    --encoder-embed-dim "${DIM:-256}" --encoder-ffn-embed-dim "${FFN:-1024}"
-    --encoder-attention-heads "${HEADS:-4}" --decoder-attention-heads "${HEADS:-4}"
-    --relative-buckets "${BUCKETS:-64}" --relative-max-distance "${MAX_DISTANCE:-256}"
-    --fie-chunk-size "${FIE_CHUNK:-0}"
+    --task abstractive_summarization --arch "${ARCH:-zcodepp_small}" --fie-chunk-size "${FIE_CHUNK:-0}"
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1
     "${FROM_SCRATCH_ARGS[@]}"
-    --max-tokens 6144 --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
+    --max-tokens 6144 --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions 160
     --validate-interval 5
 )
 GEN_ARGS=(
     --task abstractive_summarization --required-batch-size-multiple 1
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-b "${MAX_LEN_B:-140}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions 160
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions 160
 )

@@ -32,7 +32,7 @@ if_set init_args --finetune-from-model "${INIT}"
 args_from_checkpoint "${INIT}" ARCH:=--arch NGRAM=--ngram \
     "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions"
 
-fairseq-train "${DATA}" --user-dir user_dir \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" \
     --task abstractive_summarization \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --arch "${ARCH}" --ngram "${NGRAM}" \

@@ -25,7 +25,7 @@ defaults REF="$(dirname "${DATA}")/raw/test.target" OUT="$(dirname "${CHECKPOINT
 read -r -a bpe_args <<< "${BPE_ARGS:---bpe sentencepiece --sentencepiece-model ${DATA}/spm.model}"
 
 mkdir -p "${OUT}"
-fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task abstractive_summarization \
     --path "${CHECKPOINT}" --gen-subset "${SUBSET}" --batch-size "${BATCH_SIZE}" \
     --required-batch-size-multiple 1 --num-workers 0 \
     --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" \

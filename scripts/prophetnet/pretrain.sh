@@ -17,7 +17,7 @@ defaults DATA=data/wiki/bin SAVE=checkpoints/prophetnet_pretrain ARCH=prophetnet
 # the model flags finetune.sh reads back (INIT=SAVE/checkpoint_best.pt): positions, size, streams
 write_args_txt "${SAVE}" --arch "${ARCH}" --ngram "${NGRAM}" \
     --max-source-positions "${TOKENS_PER_SAMPLE}" --max-target-positions "${TOKENS_PER_SAMPLE}"
-fairseq-train "${DATA}" --user-dir user_dir \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" \
     --task prophetnet_span_mask --tokens-per-sample "${TOKENS_PER_SAMPLE}" \
     --span-chunk "${SPAN_CHUNK}" --mask-prob "${MASK_PROB}" \
     --max-source-positions "${TOKENS_PER_SAMPLE}" --max-target-positions "${TOKENS_PER_SAMPLE}" \

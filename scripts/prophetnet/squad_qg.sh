@@ -31,7 +31,7 @@ args_from_checkpoint "${INIT}" ARCH:=--arch NGRAM=--ngram \
     "SOURCE_POSITIONS<=--max-source-positions" "TARGET_POSITIONS<=--max-target-positions"
 
 mkdir -p "${SAVE_DIR}"
-fairseq-train "${DATA}" --user-dir user_dir --task abstractive_summarization \
+fairseq-train "${DATA}" --user-dir "${REPO}/user_dir" --task abstractive_summarization \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --arch "${ARCH}" --ngram "${NGRAM}" \
     --criterion ngram_language_loss --label-smoothing "${LABEL_SMOOTHING}" \
@@ -45,7 +45,7 @@ fairseq-train "${DATA}" --user-dir user_dir --task abstractive_summarization \
     --save-dir "${SAVE_DIR}" --no-epoch-checkpoints --num-workers 0 \
     --log-format simple --log-interval 50 "${init_args[@]}" "${CHECKPOINT_ARGS[@]}" "$@" 2>&1 | tee "${SAVE_DIR}/train.log"
 
-fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task abstractive_summarization \
     --path "${SAVE_DIR}/checkpoint_best.pt" --gen-subset "${SUBSET}" --batch-size 32 \
     --required-batch-size-multiple 1 --num-workers 0 \
     --beam "${BEAM}" --lenpen "${LENPEN}" --no-repeat-ngram-size "${NO_REPEAT}" \

@@ -21,7 +21,7 @@ export MAX_EPOCH="${MAX_EPOCH:-100}"
 export METHOD="${METHOD:-pseudo}"
 export TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
 export BEAM="${BEAM:-2}"
-export MAX_SOURCE="${MAX_SOURCE:-256}"  # the abstract and the start of the introduction
+export SOURCE_POSITIONS="${SOURCE_POSITIONS:-256}"  # the abstract and the start of the introduction
 SYSTEMS="${SYSTEMS:-minilm none}"   # INIT values to train
 PARALLEL="${PARALLEL:-1}"           # 1: train (and decode) the systems at the same time, one thread each
 

@@ -12,7 +12,7 @@
 # gigaword_fr  96         48        5        0.9             1
 # aclsum      380        128        4        1.0            40       (ours: fits 512 positions)
 # Inputs + outputs beyond the model's positions (512 for BERT/MiniLM) are refused at load time:
-# lower MAX_SOURCE for cnndm/xsum with a 512-position model.
+# lower SOURCE_POSITIONS for cnndm/xsum with a 512-position model.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
@@ -29,15 +29,15 @@ case "${PRESET}" in
     aclsum) P=(380 128 4 1.0 40) ;;
     *) echo "unknown PRESET=${PRESET} (cnndm xsum squad_qg gigaword_fr aclsum)" >&2; exit 2 ;;
 esac
-defaults MAX_SOURCE="${P[0]}" MAX_TARGET="${P[1]}" BEAM="${P[2]}" LENPEN="${P[3]}" MIN_LEN="${P[4]}" NO_REPEAT=3 \
+defaults SOURCE_POSITIONS="${P[0]}" TARGET_POSITIONS="${P[1]}" BEAM="${P[2]}" LENPEN="${P[3]}" MIN_LEN="${P[4]}" NO_REPEAT=3 \
     SUBSET=test BATCH_SIZE=16
 
 mkdir -p "${OUT}"
-fairseq-generate "${DATA}" --user-dir user_dir --task s2s_ft_summarization --path "${CHECKPOINT}" \
+fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task s2s_ft_summarization --path "${CHECKPOINT}" \
     --gen-subset "${SUBSET}" --batch-size "${BATCH_SIZE}" --required-batch-size-multiple 1 --num-workers 0 \
     --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --no-repeat-ngram-size "${NO_REPEAT}" \
-    --max-len-a 0 --max-len-b "$((MAX_TARGET - 1))" \
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" "$@" \
+    --max-len-a 0 --max-len-b "$((TARGET_POSITIONS - 1))" \
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" "$@" \
     > "${OUT}/generate-${SUBSET}.txt"
 hypotheses "${OUT}/generate-${SUBSET}.txt" "${OUT}/${SUBSET}.hyp"
 echo "wrote ${OUT}/${SUBSET}.hyp ($(wc -l < "${OUT}/${SUBSET}.hyp") summaries)"

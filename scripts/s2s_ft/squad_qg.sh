@@ -24,10 +24,10 @@ SAVE_DIR="${SAVE_DIR:?set SAVE_DIR, e.g. runs/qg/s2s_ft}"
 defaults SUBSET=test
 export DATA SAVE_DIR
 export LR="${LR:-7e-5}" MAX_EPOCH="${MAX_EPOCH:-10}"
-export MAX_SOURCE="${MAX_SOURCE:-384}" MAX_TARGET="${MAX_TARGET:-32}"
+export SOURCE_POSITIONS="${SOURCE_POSITIONS:-384}" TARGET_POSITIONS="${TARGET_POSITIONS:-32}"
 
 bash "${REPO}/scripts/s2s_ft/finetune.sh" \
-    --eval-bleu --eval-bleu-args "{\"beam\": 1, \"max_len_b\": $((MAX_TARGET - 1))}" \
+    --eval-bleu --eval-bleu-args "{\"beam\": 1, \"max_len_b\": $((TARGET_POSITIONS - 1))}" \
     --best-checkpoint-metric bleu --maximize-best-checkpoint-metric "$@"
 CHECKPOINT="${SAVE_DIR}/checkpoint_best.pt" OUT="${SAVE_DIR}" PRESET=squad_qg SUBSET="${SUBSET}" \
     bash "${REPO}/scripts/s2s_ft/decode.sh"

@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 defaults DATA=data/aclsum/bin CHECKPOINT=runs/transformer_sm/ett/checkpoint_best.pt
 defaults OUT="$(dirname "${CHECKPOINT}")/gen" SUBSET=test BEAM=3 NO_REPEAT=3 MIN_LEN=1 MAX_LEN_B=110 LENPEN=1.0 \
-    MAX_SOURCE=512 MAX_TARGET=110 BATCH_SIZE=16 EXTRA_ARGS= HF_TOKENIZER=
+    SOURCE_POSITIONS=512 TARGET_POSITIONS=110 BATCH_SIZE=16 EXTRA_ARGS= HF_TOKENIZER=
 
 bpe_args=()
 if [[ -z "${HF_TOKENIZER}" ]]; then
@@ -24,7 +24,7 @@ mkdir -p "${OUT}"
 fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task transformer_sm --path "${CHECKPOINT}" \
     --gen-subset "${SUBSET}" --beam "${BEAM}" --no-repeat-ngram-size "${NO_REPEAT}" \
     --min-len "${MIN_LEN}" --max-len-b "${MAX_LEN_B}" --lenpen "${LENPEN}" \
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" \
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \
     --batch-size "${BATCH_SIZE}" --required-batch-size-multiple 1 --num-workers 0 \
     "${bpe_args[@]}" ${EXTRA_ARGS} > "${OUT}/generate.txt"
 if [[ -n "${HF_TOKENIZER}" ]]; then

@@ -15,7 +15,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 defaults DATA=data/aclsum/bin SAVE=runs/transformer_sm ARCH_ARGS="--arch transformer_sm_gpt" MODEL_ARGS= INIT= \
-    DAT_EPOCHS=10 ETT_EPOCHS=10 LR=6.25e-5 BATCH=64 MAX_SOURCE=512 MAX_TARGET=110 WEIGHT_DECAY=0.01 CLIP_NORM=1.0 \
+    DAT_EPOCHS=10 ETT_EPOCHS=10 LR=6.25e-5 BATCH=64 SOURCE_POSITIONS=512 TARGET_POSITIONS=110 WEIGHT_DECAY=0.01 CLIP_NORM=1.0 \
     SEED=1 EXTRA_ARGS=
 defaults BATCH_PER_STEP="${BATCH}"
 
@@ -29,7 +29,7 @@ UPDATE_FREQ=$(( BATCH / BATCH_PER_STEP ))
 COMMON=(
     --user-dir "${REPO}/user_dir" --task transformer_sm --criterion transformer_sm
     ${ARCH_ARGS} ${MODEL_ARGS}
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
+    --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}"
     --optimizer adam --adam-betas "(0.9,0.999)" --lr "${LR}" --lr-scheduler fixed
     --weight-decay "${WEIGHT_DECAY}" --clip-norm "${CLIP_NORM}"
     --batch-size "${BATCH_PER_STEP}" --update-freq "${UPDATE_FREQ}" --required-batch-size-multiple 1

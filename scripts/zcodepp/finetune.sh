@@ -26,7 +26,7 @@ examples=$(wc -l < "${DATA_DIR}/raw/train.source")
 total_updates=$(( $(updates_per_epoch "${examples}" $(( BATCH_SIZE * UPDATE_FREQ ))) * MAX_EPOCH ))
 linear_decay_args "${total_updates}"
 
-fairseq-train "${DATA_DIR}/bin" --user-dir user_dir \
+fairseq-train "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" \
     --task abstractive_summarization --arch "${ARCH}" --finetune-from-model "${INIT}" \
     --fie-chunk-size "${FIE_CHUNK}" --fie-global-layers "${FIE_GLOBAL_LAYERS}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \

@@ -21,7 +21,7 @@ fi
 overrides+="}"
 
 mkdir -p "${OUT}"
-fairseq-generate "${DATA}" --user-dir user_dir --task abstractive_summarization \
+fairseq-generate "${DATA}" --user-dir "${REPO}/user_dir" --task abstractive_summarization \
     --path "${CHECKPOINT}" --model-overrides "${overrides}" --gen-subset test \
     --batch-size "${BATCH_SIZE}" --required-batch-size-multiple 1 --num-workers 0 \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \

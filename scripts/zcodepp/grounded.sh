@@ -35,7 +35,7 @@ linear_decay_args "${total_updates}"
 
 if_set template_args --instruction-templates "${TEMPLATES}"
 
-fairseq-train "${first}" --user-dir user_dir \
+fairseq-train "${first}" --user-dir "${REPO}/user_dir" \
     --task zcodepp_grounded --grounded-corpora "${corpora_arg}" "${template_args[@]}" \
     --arch "${ARCH}" --finetune-from-model "${INIT}" \
     --max-source-positions "${SOURCE_POSITIONS}" --max-target-positions "${TARGET_POSITIONS}" \

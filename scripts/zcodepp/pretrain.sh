@@ -22,7 +22,7 @@ if [[ ! -f "${DATA_DIR}/bin/dict.txt" ]]; then
         ${LIMIT:+--limit "${LIMIT}"}
 fi
 
-fairseq-train "${DATA_DIR}/bin" --user-dir user_dir \
+fairseq-train "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" \
     --task zcodepp_pretraining --tokens-per-sample "${TOKENS_PER_SAMPLE}" \
     --mask-prob "${MASK_PROB}" --noise-density "${NOISE_DENSITY}" --mean-span-length "${MEAN_SPAN}" \
     --arch "${ARCH}" --generator-layers "${GENERATOR_LAYERS}" \

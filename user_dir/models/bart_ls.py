@@ -109,6 +109,19 @@ def bart_ls_large_architecture(args):
     bart_ls_base_architecture(args)
 
 
+@register_model_architecture("bart_ls", "bart_ls_small")
+def bart_ls_small_architecture(args):
+    """The demo's size, trained from scratch on CPU: 3 + 3 layers, 256 wide, 4 heads, blocks of
+    512, pooling in the top layer."""
+    set_defaults(
+        args, encoder_embed_dim=256, encoder_ffn_embed_dim=1024, encoder_layers=3, encoder_attention_heads=4,
+        decoder_embed_dim=256, decoder_ffn_embed_dim=1024, decoder_layers=3, decoder_attention_heads=4,
+        max_source_positions=1024, max_target_positions=1024,
+        block_size=512, global_tokens=4, pooling_layers=1,
+    )
+    bart_ls_base_architecture(args)
+
+
 @register_model_architecture("bart_ls", "bart_ls_tiny")
 def bart_ls_tiny_architecture(args):
     set_defaults(

@@ -158,6 +158,15 @@ def zcodepp_large_architecture(args):
     zcodepp_base_architecture(args)
 
 
+@register_model_architecture("zcodepp", "zcodepp_small")
+def zcodepp_small_architecture(args):
+    """The demo's size, trained from scratch on CPU: 3 + 3 layers, 256 wide, 4 heads, 64 buckets
+    up to distance 256."""
+    set_defaults(args, encoder_embed_dim=256, encoder_ffn_embed_dim=1024, encoder_layers=3, encoder_attention_heads=4,
+                 decoder_layers=3, relative_buckets=64, relative_max_distance=256)
+    zcodepp_base_architecture(args)
+
+
 @register_model_architecture("zcodepp", "zcodepp_tiny")
 def zcodepp_tiny_architecture(args):
     """For tests: 2 + 1 layers, 32 wide, 16 buckets up to distance 32 (log buckets in play)."""
