@@ -16,15 +16,9 @@ from typing import List
 
 
 class InitFromPretrained:
-    """A model that may start training from released weights named in its own config
-    (s2s-ft's ``--init-from-hf``).
-
-    A task calls :meth:`init_from_pretrained` once, right after it builds a model to be trained,
-    and never for a model built from a checkpoint (``fairseq-generate``, ``fairseq-interactive``,
-    the hub): the checkpoint holds the weights, and the released files need not exist on the
-    machine that loads it. fairseq builds the model before it restores ``checkpoint_last.pt``,
-    so a resumed run reads the released weights again before the checkpoint replaces them.
-    """
+    """A model that may start training from released weights named in its own config (s2s-ft's
+    ``--init-from-hf``): a task calls :meth:`init_from_pretrained` right after building a model to
+    be trained, never for one built from a checkpoint."""
 
     def init_from_pretrained(self) -> None:
         """Load the released weights the config names (nothing when it names none)."""

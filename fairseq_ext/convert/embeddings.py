@@ -29,19 +29,9 @@ class RowCounts(NamedTuple):
 
 
 def embedding_rows(pretrained, token_map, *, init=None, std=None, pad=None, generator=None, name="embeddings"):
-    """The ``(len(token_map), C)`` table for a dictionary whose symbol ``i`` is checkpoint row
-    ``token_map[i]`` (``-1``: no row).
-
-    Args:
-        pretrained: the checkpoint's ``(R, C)`` table.
-        token_map: LongTensor ``(V,)``.
-        init: ``(V, C)`` rows of the model's own initialization, used for unmapped symbols;
-            without it they are drawn from ``N(0, std)`` with ``generator``.
-        std: the new rows' standard deviation (default: that of the checkpoint rows kept).
-        pad: the padding index: an unmapped padding row is zero.
-        name: what the table is, for the log line and errors.
-    Returns ``(rows, RowCounts)``.
-    """
+    """The ``(len(token_map), C)`` table for a dictionary whose symbol ``i`` is row ``token_map[i]``
+    of ``pretrained`` ``(R, C)`` (``-1``: no row, then a row of ``init`` or one drawn from
+    ``N(0, std)``; an unmapped padding row is zero). Returns ``(rows, RowCounts)``."""
     token_map = torch.as_tensor(token_map, dtype=torch.long)
     rows, dim = pretrained.shape
     if token_map.numel() and int(token_map.max()) >= rows:

@@ -102,18 +102,10 @@ def convert_state_dict(
     init_state: Dict[str, torch.Tensor],
     pad=None,
 ) -> Tuple[Dict[str, torch.Tensor], List[str]]:
-    """HF ``BertModel``/``BertForMaskedLM``/``RobertaModel``/... weights -> a state dict of
-    :class:`S2SFTTransformer`.
-
-    Args:
-        hf_state: the HF state dict (with or without the ``bert.``/``roberta.`` prefix).
-        hf_config: its ``config.json`` as a dict.
-        token_map: LongTensor ``(V,)``, our index -> HF id (:func:`hf_token_map`).
-        init_state: ``S2SFTTransformer(...).state_dict()``: shapes, and the values kept where
-            the checkpoint has nothing (unmapped tokens, a missing MLM head).
-        pad: our padding index (an unmapped padding row is zero).
-    Returns ``(state_dict, names_left_at_init)``.
-    """
+    """HF BERT / RoBERTa weights (with or without the ``bert.``/``roberta.`` prefix) -> a state dict
+    of :class:`S2SFTTransformer`, rows gathered through ``token_map`` ``(V,)``; ``init_state`` (the
+    model's ``state_dict()``) gives the shapes and the values kept where the checkpoint has none.
+    Returns ``(state_dict, names_left_at_init)``."""
     state = {name.split(".", 1)[1] if name.startswith(PREFIXES) else name: value for name, value in hf_state.items()}
     words = state.get("embeddings.word_embeddings.weight")
     for name in DECODER_WEIGHTS:

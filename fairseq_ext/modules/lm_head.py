@@ -13,17 +13,9 @@ from torch import nn
 
 
 class MaskedLMHead(nn.Module):
-    """Hidden states (..., C) -> vocabulary logits (..., V).
-
-    Args:
-        embed_dim: model width C.
-        vocab_size: V (rows of the tied embedding table).
-        layer_norm_eps: epsilon of the LayerNorm (BERT: 1e-12; fairseq: 1e-5).
-        tied_weight: the (V, C) embedding parameter to project onto, registered here as
-            ``weight`` (the BERT layout: the state dict lists it, tied); None when the table is
-            handed to :meth:`forward` at every call instead (a table that is computed, or owned
-            and saved elsewhere).
-    """
+    """Hidden states (..., C) -> vocabulary logits (..., V) (dense, GELU, LayerNorm, tied projection).
+    ``tied_weight`` is the (V, C) embedding registered here as ``weight`` (BERT's layout), or None
+    when :meth:`forward` is handed the table at every call."""
 
     def __init__(self, embed_dim, vocab_size, layer_norm_eps=1e-5, tied_weight=None):
         super().__init__()

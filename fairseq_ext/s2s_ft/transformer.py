@@ -161,14 +161,8 @@ class S2SFTTransformer(nn.Module):
             nn.init.zeros_(module.bias)
 
     def forward_packed(self, tokens, positions, token_types, allowed):
-        """One pass over a packed sequence (e.g. ``[source; target; pseudo]``).
-
-        Args:
-            tokens, positions, token_types: LongTensor ``(B, T)``.
-            allowed: bool ``(B or 1, 1, T, T)``, e.g. a structural mask of :mod:`.masks`
-                combined with the key padding.
-        Returns the last hidden states ``(B, T, C)``.
-        """
+        """One pass over a packed sequence (e.g. ``[source; target; pseudo]``): ``(B, T)`` tokens,
+        positions and token types, ``allowed`` ``(B or 1, 1, T, T)`` -> last hidden states ``(B, T, C)``."""
         x = self.embeddings(tokens, positions, token_types)  # (B, T, C)
         for layer in self.layers:
             k, v = layer.keys_values(x)  # (B, H, T, d)
@@ -178,19 +172,10 @@ class S2SFTTransformer(nn.Module):
     def extend(
         self, tokens, positions, token_types, allowed, prefix: Optional[Cache] = None, attention_keys: int = 0
     ):
-        """Compute new rows against cached keys/values of earlier rows.
-
-        Args:
-            tokens, positions, token_types: LongTensor ``(B, T)`` of the new rows.
-            allowed: bool ``(B or 1, 1, T, K + T)`` over ``[prefix; new rows]``.
-            prefix: per-layer keys and values ``(B, H, K, d)`` of the earlier rows, or None.
-            attention_keys: when above 0, also return the last layer's attention weights
-                over the first ``attention_keys`` prefix keys alone (e.g. the source),
-                renormalized over them.
-        Returns ``(hidden (B, T, C), (keys, values), attention)`` where keys/values are those
-        of the new rows only, per layer ``(B, H, T, d)``, and ``attention`` is
-        ``(B, H, T, attention_keys)`` or None.
-        """
+        """New rows ``(B, T)`` against the cached keys and values of earlier rows (``prefix``, per layer
+        ``(B, H, K, d)``, or None); ``allowed`` ``(B or 1, 1, T, K + T)``. Returns ``(hidden (B, T, C),
+        (keys, values) of the new rows per layer, attention)``, ``attention`` being the last layer's
+        weights over the first ``attention_keys`` prefix keys alone, renormalized, or None."""
         if attention_keys and prefix is None:
             raise ValueError("attention over prefix keys needs a prefix")
         x = self.embeddings(tokens, positions, token_types)  # (B, T, C)
@@ -211,21 +196,10 @@ class S2SFTTransformer(nn.Module):
 
     def step(self, tokens, positions, token_types, allowed, source: List[SharedSource], cached: Optional[Cache],
              source_attention: bool = False):  # fmt: skip
-        """One cached decoding step: new rows against the source (shared by beams) and each
-        row's cached target keys and values.
-
-        Args:
-            tokens, positions, token_types: LongTensor ``(B, R)`` of the new rows.
-            allowed: bool ``(B or 1, 1, R, S + T + R)`` over ``[source; cached; new rows]``.
-            source: per layer, the source keys and values shared by beams.
-            cached: per layer keys and values ``(B, H, T, d)`` of the committed target rows, or
-                None before the first.
-            source_attention: also return the last layer's attention weights over the source
-                keys alone, renormalized over them.
-        Returns ``(hidden (B, R, C), (keys, values), attention)`` as :meth:`extend` does, with
-        ``attention`` ``(B, H, R, S)`` or None: the same values as :meth:`extend` with the
-        source and the cache as its prefix.
-        """
+        """One cached decoding step: :meth:`extend` with the source keys and values (``source``, per
+        layer, shared by beams) and the committed target rows (``cached``, per layer ``(B, H, T, d)``,
+        or None) as its prefix; ``allowed`` ``(B or 1, 1, R, S + T + R)``. With ``source_attention``
+        also the last layer's attention over the source keys alone, renormalized, ``(B, H, R, S)``."""
         x = self.embeddings(tokens, positions, token_types)  # (B, R, C)
         new_keys, new_values, attention = [], [], None
         for i, layer in enumerate(self.layers):

@@ -38,18 +38,9 @@ def init_source_embeddings(source_weight, word_weight, ratio, padding_idx=None, 
 
 
 class JointEmbedding(nn.Module):
-    """Token + learned position (+ source) embeddings of the joint sequence, then dropout.
-
-    Args:
-        num_tokens: vocabulary size (the output projection is tied to ``tokens``).
-        embed_dim: model width C.
-        padding_idx: the padding index (its token row is zero and receives no gradient).
-        max_positions: rows of the position table (positions are 0-based).
-        source_embeddings: add ``d_a``/``d_s`` (False: the Transformer-LM ablation).
-        dropout: embedding dropout (GPT's ``embd_pdrop``).
-        init_std: std of the normal initialization of token and position rows.
-        source_norm_ratio: source-embedding norm as a fraction of the mean word-embedding norm.
-    """
+    """Token + learned position (+ source, unless the Transformer-LM ablation) embeddings of the
+    joint sequence, then dropout; the source embeddings' norm is ``source_norm_ratio`` of the mean
+    word-embedding norm."""
 
     def __init__(
         self,

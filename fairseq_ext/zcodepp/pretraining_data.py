@@ -21,21 +21,9 @@ from ..summarization_data import ArraySizes
 
 
 class ZCodeppPretrainingDataset(ArraySizes, FairseqDataset):
-    """MLM, RTD and CSP views of each block of ``dataset``.
-
-    Args:
-        dataset: blocks of tokens (1-D LongTensors).
-        sizes: their lengths.
-        dictionary: the task's dictionary (pad, eos, number of special symbols).
-        mask_idx: index of ``<mask>``.
-        sentinels: indices of the sentinel symbols, in order.
-        max_tokens: longest block kept (longer blocks are cut, ``</s>`` kept).
-        mask_prob, noise_density, mean_span_length: the corruption rates.
-        seed: base seed of the corruptions.
-        shuffle: shuffle the order of the blocks each epoch; also draws new corruptions each
-            epoch (off for validation, whose corruptions stay those of epoch 1 so that its
-            losses are comparable across epochs).
-    """
+    """MLM, RTD and CSP views of each block of ``dataset`` (1-D LongTensors; blocks longer than
+    ``max_tokens`` are cut, ``</s>`` kept). With ``shuffle`` the order and the corruptions change
+    every epoch; without (validation) they stay those of epoch 1, so losses compare across epochs."""
 
     def __init__(self, dataset, sizes, dictionary, mask_idx, sentinels, max_tokens,
                  mask_prob=0.15, noise_density=0.15, mean_span_length=3.0, seed=1, shuffle=True):
