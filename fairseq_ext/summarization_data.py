@@ -1,9 +1,6 @@
-"""Source-side dataset wrappers for document -> summary training and inference.
-
-Documents are routinely longer than a model takes. :class:`PrefixTruncateDataset` puts an
-optional instruction prefix in front of every source and truncates what follows so that the
-whole fits ``max_len`` tokens, always keeping the final ``</s>``; :func:`log_overlong`
-reports how many examples were cut, so that nothing is shortened silently.
+"""Source-side dataset wrappers for document -> summary training and inference:
+:class:`PrefixTruncateDataset` puts an instruction prefix before every source and truncates to
+``max_len`` tokens, ``</s>`` kept; :func:`log_overlong` reports what was cut::
 
     item:   d1 d2 d3 d4 d5 d6 </s>          (binarized source, 7 tokens)
     prefix: p1 p2                            (instruction, already encoded)

@@ -1,8 +1,4 @@
-"""BART-LS (long-document BART): block-sparse encoder attention, pooled attention, span
-corruption and model-based span selection (the BART -> BART-LS checkpoint extension is
-:mod:`fairseq_ext.convert.bart_ls`).
-
-Importable and testable without registering anything in fairseq; ``user_dir`` holds the
-fairseq face (model ``bart_ls``, tasks ``bart_ls_long_denoising`` and
-``bart_ls_model_based_denoising``, criterion ``bart_ls_model_based_denoising``).
+"""BART-LS (long-document BART): block-sparse and pooled encoder attention, long-input data and
+model-based span selection; the fairseq face is in ``user_dir``, the BART -> BART-LS
+conversion in :mod:`fairseq_ext.convert.bart_ls`.
 """

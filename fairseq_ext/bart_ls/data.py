@@ -1,13 +1,9 @@
-"""Datasets for BART-LS pre-training on long inputs.
-
-The paper (section 3) found that inputs made by concatenating randomly chosen documents beat
-naturally long documents. :class:`ConcatenatedDocumentsDataset` shuffles the documents of a
-fairseq monolingual corpus (paragraph lines, a blank line between documents) every epoch,
-concatenates them and cuts the stream into bodies of ``block_tokens`` tokens.
-:class:`SpanCorruptionDataset` turns each body into a ``source``/``target`` pair
-(:mod:`fairseq_ext.noising.spans`); :class:`CandidateSpansDataset` gives the body and a dense candidate span
-mask for model-based denoising (the criterion picks the spans). With ``vary_with_epoch=False``
-(validation) the order and the noise stay those of epoch 1.
+"""Datasets for BART-LS pre-training on long inputs: documents concatenated in a new random order
+every epoch and cut into bodies of ``block_tokens`` (the paper's best input, section 3)
+(:class:`ConcatenatedDocumentsDataset`), corrupted into source/target pairs
+(:class:`SpanCorruptionDataset`) or given candidate span masks for model-based denoising
+(:class:`CandidateSpansDataset`). With ``vary_with_epoch=False`` (validation) order and noise
+stay those of epoch 1.
 """
 
 import numpy as np

@@ -1,14 +1,8 @@
-"""The BART-LS encoder: BART's encoder whose layers use block-sparse self-attention.
-
-fairseq's ``TransformerEncoder`` with :class:`BartLSEncoderLayer` layers (built through
-fairseq's ``build_encoder_layer`` / ``build_self_attention`` hooks): the self-attention is a
-:class:`~.attention.BlockSparseSelfAttention` around the core named by ``--encoder-attention``
-(or BART's own with ``full``), and the top ``--pooling-layers`` layers add
-:class:`~.pooling.PooledAttention` (section 2.1, Figure 1). Projections keep BART's names, so
-BART's weights load unchanged. ``args`` is the ``bart_ls`` model's namespace
-(``user_dir/models/bart_ls.py``). With fairseq's ``--checkpoint-activations`` each layer's
-activations are recomputed in backward (non-reentrant ``torch.utils.checkpoint``; parameter
-names unchanged).
+"""The BART-LS encoder: fairseq's ``TransformerEncoder`` whose layers (through its
+``build_encoder_layer`` / ``build_self_attention`` hooks) use
+:class:`~.attention.BlockSparseSelfAttention` around the core ``--encoder-attention`` names,
+the top ``--pooling-layers`` adding :class:`~.pooling.PooledAttention` (section 2.1,
+Figure 1). Projections keep BART's names, so BART's weights load unchanged.
 """
 
 from fairseq.distributed import fsdp_wrap

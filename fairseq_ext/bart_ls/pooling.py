@@ -1,13 +1,8 @@
-"""Pooling-augmented attention of BART-LS (section 2.1, Figure 1).
-
-In the top encoder layers a second attention reads the block attention's output ``X``
-(``(B, T, C)``): ``Q, K, V`` are projections of ``X``; ``K`` and ``V`` are average-pooled over
-time with a fixed kernel/stride to ``S << T`` slots; ``softmax(Q K~^T) V~`` (``O(T * S)``)
-is returned, and the caller adds it to ``X``. As in the public code, the projections of
-padding rows are zeroed before pooling and a pooled slot is masked only when it covers no
-real token; defaults there are kernel 18, stride 12, padding 9. Unlike the public code, the
-time axis is extended by one kernel of zero rows first, so that the last partial window exists
-for every batch padding (and outputs of real tokens do not depend on padding).
+"""Pooling-augmented attention of BART-LS (section 2.1, Figure 1): in the top encoder layers,
+``softmax(Q K~^T) V~`` over the block attention's output ``X`` ``(B, T, C)``, with ``K`` and ``V``
+average-pooled over time to ``S << T`` slots (``O(T * S)``); the caller adds it to ``X``. As
+the public code, padding rows are zeroed before pooling; unlike it, the time axis is extended
+by one kernel of zeros, so outputs of real tokens do not depend on the batch's padding.
 """
 
 import torch.nn.functional as F

@@ -1,14 +1,9 @@
-"""Real tokens first: reorder every row along time so that its real tokens come first, in order.
-
-fairseq left-pads sources. Block-sparse attention (BART-LS) and fusion-in-encoder chunks
-(Z-Code++) must not move with the amount of padding the batch adds, nor with its side, so both
-work on rows whose real tokens start at position 0 and restore the caller's layout at the end::
+"""Real tokens first: reorder every row along time so that its real tokens come first, in order,
+so that blocks (BART-LS) and chunks (Z-Code++ FiE) do not move with the batch's padding::
 
     padding_mask   P P a b c        a b c P P    (x.gather(1, order): real tokens first)
     order          2 3 4 0 1
     inverse        3 4 0 1 2                     (y.gather(1, inverse): the caller's layout)
-
-Any padding pattern works (a stable sort of the mask), not only padding at one end.
 """
 
 import torch

@@ -1,12 +1,10 @@
-"""Activation checkpointing: recompute a function's activations in backward instead of keeping them.
+"""Activation checkpointing: recompute a function's activations in backward instead of keeping
+them (``--checkpoint-activations``, memory-efficient attention's chunks)::
 
     forward:   out = f(x)          keeps x only (not f's intermediates)
     backward:  f(x) is run again   its intermediates live for one backward step at a time
 
-The one switch every family uses (``--checkpoint-activations`` on encoder layers, query chunks
-of memory-efficient attention): ``torch.utils.checkpoint`` in its non-reentrant form, which
-keeps the RNG state (dropout masks repeat exactly), reaches tensors captured by closures, and
-nests.
+``torch.utils.checkpoint``, non-reentrant: dropout masks repeat, closures work, calls nest.
 """
 
 import torch

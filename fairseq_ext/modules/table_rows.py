@@ -1,11 +1,6 @@
-"""Fit a checkpoint's embedding tables to a model that has fewer rows.
-
-Pre-training appends symbols to the dictionary (``<mask>``, span sentinels) and may train with
-longer targets or more predicting streams than a later phase. A model for that later phase,
-built on the plain dictionary, has fewer rows in those tables; the rows it has are the leading
-ones (appended symbols and extra positions come last), so the checkpoint's tables are cut to
-the model's sizes when it is loaded (``upgrade_state_dict_named``), each cut logged, instead
-of failing on a size mismatch. Tables the model has more rows of are left to fail loudly.
+"""Fit a checkpoint's embedding tables to a model that has fewer rows: pre-training appends
+symbols (``<mask>``, sentinels) and may use more positions or streams, always as trailing rows,
+so a later phase's model cuts the tables to its sizes when it loads them, each cut logged.
 """
 
 import logging

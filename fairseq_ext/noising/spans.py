@@ -1,19 +1,15 @@
-"""T5 span corruption (Raffel et al., "Exploring the Limits of Transfer Learning with a Unified
-Text-to-Text Transformer", section 3.1.4), as BART-LS (section 2.2, "T5 span denoising") and
-Z-Code++ (section 2.1, corrupted span prediction) pre-train with it.
-
-A fraction ``noise_density`` of a body's tokens, in spans of mean length ``mean_span_length``,
-is cut out; each span becomes one sentinel in the source, and the target lists every
-sentinel followed by its span::
+"""T5 span corruption (Raffel et al. 2020, section 3.1.4), as BART-LS (section 2.2) and Z-Code++
+(section 2.1) pre-train with it: ``noise_density`` of a body's tokens, in spans of mean length
+``mean_span_length``, each span one sentinel in the source::
 
     body     a b c d e f g h
     noise    . . x x . . . x        2 spans: clean, noise, clean, noise
     source   a b S0 e f g S1 </s>
     target   S0 c d S1 h </s>       (BART-LS puts <s> before both)
 
-The counts are T5's ``random_spans_noise_mask`` (a clean span first, no ``random_roll``),
-with the span count capped at the noise and the clean token counts, where T5's rule would ask
-for more non-empty spans than tokens. Span ``i`` uses sentinel ``i mod len(sentinels)``.
+The counts are T5's ``random_spans_noise_mask`` (a clean span first, no ``random_roll``), the
+span count capped where T5's rule would ask for more non-empty spans than tokens. Span ``i``
+uses sentinel ``i mod len(sentinels)``.
 """
 
 import numpy as np

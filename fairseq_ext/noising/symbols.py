@@ -1,13 +1,7 @@
-"""The mask and sentinel symbols every family's dictionary uses, and how they are added.
-
-* The mask symbol is the dictionary's own ``[MASK]`` (the BERT vocabularies of converted
-  ProphetNet and s2s-ft checkpoints) when it has one, else ``<mask>`` (fairseq's, as BART and
-  RoBERTa name it), appended when absent: :func:`find_mask`, :func:`add_mask`.
-* Sentinels ``<sentinel_0>``, ``<sentinel_1>``, ... mark the cut spans of T5 span corruption
-  (:mod:`.spans`); they are appended after the data's symbols: :func:`add_sentinels`.
-
-Appended symbols come last, so a model trained with them loads into a task without them by
-dropping trailing embedding rows.
+"""The mask and sentinel symbols every family's dictionary uses: the dictionary's own ``[MASK]``
+or an appended ``<mask>`` (:func:`find_mask`, :func:`add_mask`), and ``<sentinel_i>`` appended
+after the data's symbols (:func:`add_sentinels`). Appended symbols come last, so a model loads
+into a task without them by dropping trailing rows.
 """
 
 #: fairseq's mask symbol (BART, RoBERTa), appended when a dictionary has no mask symbol.

@@ -1,11 +1,7 @@
-"""n-stream self-attention (paper section 2.3, equations 5-7).
-
-:func:`own_slot_attention` is the attention core: every query row attends to the shared
-main-stream keys plus one private key of its own (a predicting stream's own slot), under a
-boolean visibility layout (:mod:`.masks`) and an additive relative-position bias (T5 buckets,
-:mod:`fairseq_ext.modules.relative_position`). :class:`NgramSelfAttention` holds the
-projections, shared by all streams, and the incremental cache, which keeps main-stream
-keys/values only.
+"""n-stream self-attention (paper section 2.3, equations 5-7): :func:`own_slot_attention` lets
+every query attend to the main-stream keys plus one private key (a predicting stream's own
+slot), under the layout of :mod:`.masks` and a T5-bucket bias; :class:`NgramSelfAttention`
+holds the shared projections and a cache of main-stream keys/values only.
 """
 
 from typing import Dict, Optional

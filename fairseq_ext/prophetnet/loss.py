@@ -1,11 +1,7 @@
-"""The math of the future n-gram loss (paper section 2.2, equations 3-4).
-
-Stream ``j`` (0-based: stream 0 = next token) at decoder position ``i`` predicts target
-``i`` from the main stream up to position ``i - j``; every stream shares the target
-sequence and differs by its visibility mask only (see :mod:`.masks`). Equation 3 sums
-stream ``j`` over ``t = 1 .. T - j`` only, so its first ``j`` positions, which see nothing
-but the start token, are no target. Within pre-training spans (MASS-style, section 3.1)
-the same rule applies per span: a stream never predicts across the start of a span.
+"""The math of the future n-gram loss (paper section 2.2, equations 3-4): stream ``j`` at position
+``i`` predicts target ``i`` from the main stream up to ``i - j``; its first ``j`` positions
+(which see only the start token) are no target, and inside pre-training spans no stream
+predicts across a span's start.
 """
 
 import torch

@@ -1,11 +1,6 @@
-"""ROUGE for the project: a drop-in ``files2rouge`` and the Python API behind it.
-
-- :func:`score_corpus`: corpus ROUGE-1/2/L as files2rouge / ROUGE-1.5.5 ``-c 95 -r 1000 -n 2 -a``
-  prints it (average over pairs, bootstrap interval).
-- :func:`sentence_rouge`: cheap per-pair F-measures, for validation-time ROUGE in training.
-- :mod:`.lead`: the LEAD-n baseline (``python -m fairseq_ext.cli.lead``).
-- backends ``rouge-score`` (default) and ``perl`` (ROUGE-1.5.5) of ``files2rouge``
-  (:mod:`fairseq_ext.cli.files2rouge`).
+"""ROUGE for the project: :func:`score_corpus` (corpus ROUGE-1/2/L as ROUGE-1.5.5 ``-c 95 -r 1000
+-n 2 -a`` prints it), :func:`sentence_rouge` (per-pair F, for validation), the LEAD-n baseline
+(:mod:`.lead`) and the backends of ``files2rouge`` (``rouge-score``, ``perl``).
 """
 
 from .backends import evaluate

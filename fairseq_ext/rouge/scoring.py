@@ -1,13 +1,7 @@
-"""ROUGE-1.5.5 figures computed with Google's ``rouge-score``.
-
-Per pair, ``rouge-score`` counts the n-gram hits and the summary-level union-LCS hits with
-ROUGE-1.5.5's tokenizer (:mod:`.tokenizer`); its summary-level LCS ("rougeLsum") is ROUGE-1.5.5's
-ROUGE-L: the reference's sentences matched against all the summary's sentences, each token hit
-counted once. The rest follows ROUGE-1.5.5 (Lin, 2004) exactly: R and P rounded to 5 decimals,
-F = R P / ((1 - alpha) P + alpha R) from the rounded values, then the ``-a`` average over pairs
-and its bootstrap interval (:mod:`.bootstrap`). Without ``-m`` the figures equal the Perl
-script's to the last printed digit; with ``-m`` they equal those of the Perl script run with an
-empty WordNet exception database (see :mod:`.tokenizer`).
+"""ROUGE-1.5.5 figures computed with Google's ``rouge-score``: its n-gram and summary-level LCS
+hits with ROUGE-1.5.5's tokenizer, then the Perl script's rounding, F, ``-a`` average and
+bootstrap interval (:mod:`.bootstrap`). Equal to the Perl script's to the last printed digit
+(with ``-m``: to the Perl script with an empty WordNet exception database).
 """
 
 from functools import cache

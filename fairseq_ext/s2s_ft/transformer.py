@@ -1,13 +1,8 @@
-"""The shared bidirectional Transformer of s2s-ft, shaped like BERT / RoBERTa.
-
-Post-LayerNorm layers (self-attention, then a GELU feed-forward), learned absolute position
-and token-type embeddings, and a masked-LM head tied to the word embeddings: the layout of
-HF ``BertModel`` + ``BertOnlyMLMHead`` so that :mod:`fairseq_ext.convert.s2s_ft` can load
-pretrained weights one-to-one. Every layer exposes its key/value projection separately from the attention, so
-one sequence can be computed in pieces that share keys and values: the source once (the
-"encoder" pass), then target rows against the cached source and earlier targets (training
-and cached decoding), with results identical to one pass over the packed sequence
-(:meth:`S2SFTTransformer.forward_packed`).
+"""The shared bidirectional Transformer of s2s-ft, laid out as HF ``BertModel`` +
+``BertOnlyMLMHead`` (post-LN, learned positions and token types, tied MLM head) so that
+pretrained weights load one-to-one. Keys and values are exposed per layer, so one sequence is
+computed in pieces (the source once, then target rows against the cache) with the results of
+one pass over the packed sequence (:meth:`S2SFTTransformer.forward_packed`).
 """
 
 from dataclasses import dataclass

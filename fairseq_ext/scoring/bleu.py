@@ -1,11 +1,7 @@
-"""Corpus BLEU with sacrebleu, on detokenized text, exactly as the ``sacrebleu`` command line.
-
-Corpus BLEU is not an average of per-batch scores: it is computed once from n-gram match
-counts and lengths summed over the whole corpus. :class:`BleuStats` holds those sufficient
-statistics; stats of batches add up (``a + b``), and :meth:`BleuStats.score` of the sum is the
-score sacrebleu gives the concatenated files (``sacrebleu REF -i HYP``), to the last digit.
-The defaults are the command line's: 13a tokenization, mixed case, exponential smoothing,
-4-grams, one reference (signature ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:…``).
+"""Corpus BLEU with sacrebleu, on detokenized text, exactly as the ``sacrebleu`` command line:
+:class:`BleuStats` holds the sufficient statistics (n-gram counts and lengths), which add up
+over batches, and the score of their sum equals ``sacrebleu REF -i HYP`` on the concatenated
+files (13a, mixed case, exp smoothing, 4-grams, one reference).
 """
 
 from dataclasses import dataclass, field

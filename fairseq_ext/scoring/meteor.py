@@ -1,11 +1,6 @@
-"""METEOR through nltk, only where the WordNet data it needs are installed.
-
-nltk's ``meteor_score`` matches exact words, Porter stems and WordNet synonyms; WordNet is
-data (``nltk_data/corpora/wordnet``) that no package of this project installs and that is
-never downloaded at run time. Without it, :func:`meteor_unavailable_reason` says so and
-nothing is computed. Where it is installed the figure is the mean of nltk's sentence METEOR
-over pairs, which is not the METEOR 1.5 (Java, with paraphrase tables) behind the published
-question-generation figures: compare it only with itself.
+"""METEOR through nltk, only where the WordNet data it needs are installed (never downloaded;
+otherwise :func:`meteor_unavailable_reason` says so). The figure is the mean sentence METEOR of
+nltk, not the METEOR 1.5 behind published question-generation figures.
 """
 
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a

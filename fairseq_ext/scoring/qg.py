@@ -1,13 +1,8 @@
-"""Question-generation scores of a hypothesis file against a reference file, one pair a line.
-
-    python -m fairseq_ext.cli.qg HYP REF [--lowercase] [--tokenize 13a] [--width 2] [--json OUT]
-
-prints BLEU-4 (sacrebleu, with its signature; equal to ``sacrebleu REF -i HYP -w 2``), ROUGE-L
-(the plugin's ROUGE-1.5.5 figures, :mod:`fairseq_ext.rouge`: F1 x 100, average over pairs, 95%
-bootstrap interval, as ``files2rouge`` prints it) and METEOR when nltk's WordNet data are
-installed (:mod:`.meteor`; otherwise the line says why it is not computed). The published
-question-generation figures (Du et al. 2017's evaluation scripts, used by ProphetNet and
-s2s-ft) are BLEU-4 on tokenized, lower-cased text and METEOR 1.5: not the same numbers.
+"""Question-generation scores of a hypothesis file against a reference file
+(``python -m fairseq_ext.cli.qg``): BLEU-4 (sacrebleu, equal to ``sacrebleu REF -i HYP -w 2``),
+ROUGE-L (the plugin's ROUGE-1.5.5 figures) and METEOR when nltk's WordNet data are installed.
+The published figures (Du et al. 2017's scripts) use tokenized, lower-cased BLEU-4 and METEOR
+1.5: not the same numbers.
 """
 
 

@@ -1,11 +1,9 @@
-"""Input representation of Transformer-SM (paper Sec. 2.1, Eq. 2-3):
+"""Input representation of Transformer-SM (paper Sec. 2.1, Eq. 2-3)::
 
     h_0[t] = e[x_t] + p[pos_t] + d[src_t]        d = d_a for article tokens, d_s for summary tokens
 
-The source embeddings ``d`` are new parameters even when the rest comes from a pretrained GPT;
-so that they do not drown the pretrained word and position embeddings they are drawn at random
-and rescaled to ``ratio`` (the paper: one half) times the mean norm of the word embeddings.
-With ``source_embeddings=False`` the sum has no ``d`` term (the paper's Transformer-LM ablation).
+The new source embeddings ``d`` are drawn at ``ratio`` (one half) of the mean word-embedding
+norm, so they do not drown the pretrained ones; ``source_embeddings=False`` drops ``d``.
 """
 
 import torch

@@ -1,12 +1,7 @@
-"""Export a phase-one Z-Code++ checkpoint: fold the GDES delta in, drop the generator and the
-RTD head (Section 2.1, "after model training, E_delta is added to E_G").
-
-    python -m fairseq_ext.cli.zcodepp_export PHASE1/checkpoint_best.pt OUT/zcodepp.pt
-
-The result loads as an ordinary ``zcodepp`` model (``--generator-layers 0``) for phase two,
-fine-tuning, generation and the hub. Loading the phase-one checkpoint directly with
-``--finetune-from-model`` folds the same way on the fly; this tool writes the folded file once.
-The optimizer state (shaped for the pre-training parameters) is not kept.
+"""Export a phase-one Z-Code++ checkpoint (``python -m fairseq_ext.cli.zcodepp_export``): fold the
+GDES delta in, drop the generator, the RTD head and the optimizer state (Section 2.1). The
+result loads as an ordinary ``zcodepp`` model; ``--finetune-from-model`` folds the same way on
+the fly.
 """
 
 import argparse

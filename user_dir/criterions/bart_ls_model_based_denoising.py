@@ -1,12 +1,8 @@
-"""``bart_ls_model_based_denoising``: the loss of BART-LS model-based denoising.
-
-For a batch of long bodies with candidate spans (task ``bart_ls_model_based_denoising``):
-the encoder-only scorer (:class:`~fairseq_ext.bart_ls.model_based.MaskedSpanScorer`, held by
-this criterion) predicts the masked candidates; the ``--hard-span-fraction`` of spans with
-the highest mean loss are corrupted into sentinels (:func:`~fairseq_ext.noising.spans.corrupt_spans`)
-and the text-to-text model is trained on them with label-smoothed cross-entropy. Unless
-``--freeze-scorer``, the scorer's masked-LM loss (mean over candidate tokens, times
-``--scorer-weight``) is added, so both train jointly.
+"""``bart_ls_model_based_denoising``: the loss of BART-LS model-based denoising. The criterion's
+encoder-only scorer (:class:`~fairseq_ext.bart_ls.model_based.MaskedSpanScorer`) predicts the
+masked candidates; the ``--hard-span-fraction`` of spans with the highest loss become the
+text-to-text example (label-smoothed cross-entropy); unless ``--freeze-scorer`` the scorer's
+own loss (times ``--scorer-weight``) trains it jointly.
 """
 
 import logging

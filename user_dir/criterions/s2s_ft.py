@@ -1,11 +1,6 @@
-"""``s2s_ft``: label-smoothed cross-entropy on the target positions s2s-ft predicts.
-
-Causal and pseudo-masked fine-tuning predict every target token; masked fine-tuning only the
-noised ones (the model returns them as ``extra["loss_mask"]``). The loss is fairseq's
-``label_smoothed_nll_loss`` over those positions, normalized by their count (``sample_size``).
-The criterion passes ``target`` to the model, which masked fine-tuning needs. With
-``--coverage-loss-weight`` (a model with ``--coverage``) it adds See et al.'s coverage loss,
-``weight * sum_i min(a_t,i, c_t,i)`` per predicted position (Eq. 13), to the loss.
+"""``s2s_ft``: label-smoothed cross-entropy on the target positions s2s-ft predicts (every target
+token, or with masked fine-tuning the noised ones, ``extra["loss_mask"]``), normalized by their
+count; ``--coverage-loss-weight`` adds See et al.'s coverage loss (Eq. 13).
 """
 
 import math

@@ -1,13 +1,8 @@
-"""``zcodepp_joint``: Z-Code++'s phase-one loss, lambda1 * MLM + lambda2 * RTD + lambda3 * CSP.
-
-Section 2.1 of the paper (defaults 1 / 30 / 1). Per batch: the generator predicts the masked
-tokens (MLM, cross-entropy over the masked slots); replacements are sampled from its softmax,
-and the encoder as discriminator labels every non-pad token replaced or not (RTD, binary
-cross-entropy; a sampled token equal to the original counts as not replaced, as in ELECTRA);
-the encoder-decoder predicts the corrupted spans (CSP, fairseq's label-smoothed NLL). Each
-loss is a mean over its own tokens; the three are logged separately (MLM and CSP in base 2,
-like fairseq's ``loss``; RTD in base 2 too) with the RTD accuracy and the replaced fraction.
-Gradient-disentangled embedding sharing lives in the model (``--generator-layers``).
+"""``zcodepp_joint``: Z-Code++'s phase-one loss, lambda1 * MLM + lambda2 * RTD + lambda3 * CSP
+(Section 2.1; defaults 1 / 30 / 1). The generator predicts the masked tokens (MLM), the encoder
+labels every token replaced or not from the generator's samples (RTD; a sample equal to the
+original is not replaced, as in ELECTRA), the encoder-decoder predicts the corrupted spans
+(CSP). Each is a mean over its own tokens, logged separately in base 2.
 """
 
 import math

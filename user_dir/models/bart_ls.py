@@ -1,14 +1,9 @@
-"""``bart_ls``: BART with a long-document encoder (BART-LS, Xiong et al. 2022).
-
-fairseq's ``bart`` model whose encoder (:mod:`fairseq_ext.bart_ls.encoder`) has block-sparse
-self-attention (:mod:`fairseq_ext.bart_ls.attention`), chosen by ``--encoder-attention``
-(``block`` | ``overlapping`` | ``global`` | ``full``), with pooling-augmented attention in the
-top ``--pooling-layers`` encoder layers (:mod:`fairseq_ext.bart_ls.pooling`). The decoder is
-BART's, with full attention. Weight names are BART's (pooling weights are new), so a BART
-checkpoint extended by ``python -m fairseq_ext.cli.convert bart_ls`` loads directly.
-
-Sizes: ``bart_ls_tiny`` (tests), ``bart_ls_base``, ``bart_ls_large`` (16K source positions,
-block 1024, pooling in the top 4 layers: the paper's setting).
+"""``bart_ls``: BART with a long-document encoder (BART-LS, Xiong et al. 2022): block-sparse
+self-attention chosen by ``--encoder-attention`` (``block`` | ``overlapping`` | ``global`` |
+``full``), pooled attention in the top ``--pooling-layers`` encoder layers, BART's decoder and
+weight names (a BART checkpoint converted by ``python -m fairseq_ext.cli.convert bart_ls`` loads
+directly). Sizes: ``bart_ls_tiny`` (tests), ``bart_ls_small`` (the demo), ``bart_ls_base``,
+``bart_ls_large`` (the paper's: 16K positions, block 1024, pooling in the top 4 layers).
 """
 
 from dataclasses import asdict, dataclass, field

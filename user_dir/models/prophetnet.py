@@ -1,12 +1,7 @@
-"""ProphetNet (Qi et al., 2020) as a fairseq model: ``--arch prophetnet_summ_{tiny,small,base,large}``.
-
-The encoder is fairseq's own Transformer encoder (post-LN, learned positions, embedding
-LayerNorm, no embedding scaling, GELU, as in the public ProphetNet); the decoder is the
-n-stream decoder of :mod:`fairseq_ext.prophetnet.decoder`. Train it with
-``--criterion ngram_language_loss`` on ``--task abstractive_summarization`` (fine-tuning) or
-``--task prophetnet_span_mask`` (pre-training); ``fairseq-generate`` decodes with the
-predicting streams switched off. Sizes: base = 6+6 layers, 768 wide, 12 heads (paper
-section 3.6); large = 12+12, 1024, FFN 4096, 16 heads (section 3.1).
+"""ProphetNet (Qi et al., 2020) as a fairseq model, ``--arch prophetnet_summ_{tiny,small,base,large}``:
+fairseq's Transformer encoder (post-LN, learned positions, embedding LayerNorm, GELU) and the
+n-stream decoder of :mod:`fairseq_ext.prophetnet.decoder`; criterion ``ngram_language_loss``.
+Base: 6+6 layers, 768 wide (section 3.6); large: 12+12, 1024, 16 heads (section 3.1).
 """
 
 from dataclasses import dataclass, field, fields

@@ -1,11 +1,7 @@
-"""``s2s_ft``: one shared bidirectional Transformer fine-tuned for seq2seq (Bao et al.).
-
-The library is :mod:`fairseq_ext.s2s_ft`; this file registers the model, its configuration
-and its named sizes. ``--s2s-method`` picks causal, masked or pseudo-masked fine-tuning;
-``--init-from-hf DIR`` starts from a HF BERT/RoBERTa checkpoint whose vocabulary the data
-use (``python -m preprocess.prepare_wordpiece``), read when the task builds a model to
-train, never when a checkpoint is loaded (:class:`~user_dir.interfaces.InitFromPretrained`).
-Train with ``--task s2s_ft_summarization --criterion s2s_ft``.
+"""``s2s_ft``: one shared bidirectional Transformer fine-tuned for seq2seq (Bao et al.;
+:mod:`fairseq_ext.s2s_ft`). ``--s2s-method`` picks causal, masked or pseudo-masked
+fine-tuning; ``--init-from-hf DIR`` starts from a HF BERT/RoBERTa checkpoint when a model is
+built to train (:class:`~user_dir.interfaces.InitFromPretrained`).
 """
 
 from dataclasses import dataclass, field

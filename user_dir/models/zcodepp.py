@@ -1,13 +1,9 @@
-"""``zcodepp``: Z-Code++ (He et al., 2022), an encoder-decoder for abstractive summarization.
-
-The encoder uses disentangled attention with log-bucketed relative positions and, with
-``--fie-chunk-size``, fusion-in-encoder; the decoder is fairseq's standard Transformer decoder.
-All embeddings are shared (joined dictionary). With ``--generator-layers N`` (6 in the paper)
-the model also holds the phase-one pre-training parts: an MLM generator, the RTD head and
-gradient-disentangled embedding sharing (encoder/decoder embeddings = sg(generator's) + delta).
-Loading such a checkpoint into a model without a generator folds the delta in and drops the
-generator (the paper's export step), so phase two and fine-tuning start from
-``--finetune-from-model PHASE1.pt`` directly. Building blocks: ``fairseq_ext/zcodepp``.
+"""``zcodepp``: Z-Code++ (He et al., 2022): a disentangled-attention encoder (with
+``--fie-chunk-size``, fusion-in-encoder) and fairseq's Transformer decoder, all embeddings
+shared. ``--generator-layers N`` adds the phase-one parts (MLM generator, RTD head,
+gradient-disentangled embedding sharing); loading such a checkpoint into a model without a
+generator folds the delta in and drops the generator, so ``--finetune-from-model PHASE1.pt``
+works directly.
 """
 
 import copy

@@ -1,11 +1,7 @@
-"""``bart_ls_long_denoising``: BART-LS pre-training by T5 span corruption on long inputs.
-
-Reads fairseq monolingual data (``dict.txt`` and ``{split}.bin``, paragraphs with a blank line
-between documents, as ``python -m preprocess.prepare --corpus wiki`` writes), concatenates the
-documents in a random order every epoch (the paper's best pre-training input), cuts bodies of
-``--tokens-per-sample`` tokens and corrupts spans (:mod:`fairseq_ext.noising.spans`). The
-dictionary gets ``--num-sentinels`` sentinel symbols appended; convert a BART checkpoint with
-the same ``--num-sentinels`` (``python -m fairseq_ext.cli.convert bart_ls``) to start from it.
+"""``bart_ls_long_denoising``: BART-LS pre-training by T5 span corruption on long inputs: the
+documents of fairseq monolingual data concatenated in a random order every epoch, cut into
+bodies of ``--tokens-per-sample`` tokens, spans corrupted (:mod:`fairseq_ext.noising.spans`).
+``--num-sentinels`` symbols are appended to the dictionary (convert BART with the same number).
 """
 
 import logging

@@ -1,10 +1,7 @@
-"""``bart_ls_model_based_denoising``: BART-LS pre-training with model-picked spans.
-
-Same long inputs as ``bart_ls_long_denoising`` (documents concatenated in random order, cut
-to ``--tokens-per-sample``), but each example carries a dense candidate span mask
-(``--candidate-density``, by default five times the final noise density, as the paper masks
-5,120 tokens to keep 1,024); the criterion ``bart_ls_model_based_denoising`` scores the spans
-with its encoder-only LM and turns the hardest ones into the text-to-text example.
+"""``bart_ls_model_based_denoising``: BART-LS pre-training with model-picked spans: the long inputs
+of ``bart_ls_long_denoising`` with a dense candidate span mask (``--candidate-density``, five
+times the final noise density by default, as the paper's 5,120 -> 1,024 tokens); the criterion
+scores the spans and keeps the hardest.
 """
 
 import logging

@@ -1,14 +1,6 @@
-"""``s2s_ft_summarization``: abstractive summarization for s2s-ft models.
-
-The foundation task with two additions:
-
-* a mask token: BERT WordPiece data carry ``[MASK]``; a dictionary without one (sentencepiece
-  data) gets ``<mask>`` appended, on both sides, when the task is set up (so training,
-  generation and the hub agree on the vocabulary);
-* WordPiece text: when the data directory holds ``vocab.txt`` (written by
-  ``python -m preprocess.prepare_wordpiece``), the foundation task's
-  ``encode_text``/``decode_tokens``, the hub and fairseq-generate's detokenized ``D-`` lines use
-  WordPiece; here a ``--bpe`` meant for sentencepiece data is ignored for such data.
+"""``s2s_ft_summarization``: the summarization task with a mask token (BERT data's ``[MASK]``,
+else ``<mask>`` appended on both sides) and WordPiece text for WordPiece data (a ``--bpe``
+meant for sentencepiece data is then ignored).
 """
 
 import logging

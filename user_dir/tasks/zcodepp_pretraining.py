@@ -1,14 +1,8 @@
-"""``zcodepp_pretraining``: Z-Code++ phase one, language-model pre-training (Section 2.1).
-
-One task for the three losses on plain text (``python -m preprocess.prepare --corpus wiki``
-writes ``dict.txt`` and ``{train,valid}.bin``): each block of ``--tokens-per-sample`` tokens
-gives the generator an MLM input (15% masked), the discriminator its RTD input (built in the
-criterion from the generator's samples) and the encoder-decoder a corrupted-span input and
-target (T5 spans of mean length 3 covering 15%). Train it with ``--arch zcodepp_* --criterion
-zcodepp_joint --generator-layers N``. The task appends ``<mask>`` (unless the dictionary has
-a mask symbol) and ``--num-sentinels`` sentinel symbols to the dictionary
-(:mod:`fairseq_ext.noising.symbols`); loading the checkpoint into a summarization task drops
-those rows again (see ``user_dir/models/zcodepp.py``).
+"""``zcodepp_pretraining``: Z-Code++ phase one (Section 2.1) on plain text: each block of
+``--tokens-per-sample`` tokens gives the generator its MLM input (15% masked) and the
+encoder-decoder a corrupted-span input and target (T5 spans, mean 3, 15%); the criterion
+``zcodepp_joint`` builds the RTD input from the generator's samples. ``<mask>`` and
+``--num-sentinels`` sentinels are appended to the dictionary (a summarization task drops them).
 """
 
 import logging
