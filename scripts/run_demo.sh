@@ -132,6 +132,9 @@ if grep -q "Stopping training due to cumulative_training_time" "${WORK}/train.lo
     echo "   note: training stopped by the time budget (STOP_HOURS=${STOP_HOURS}), not by its update count" >&2
 fi
 
+# at most one process a batch of 8 test pairs (fairseq-generate fails on a shard with no batch)
+batches=$(( ($(wc -l < "${DATA_DIR}/raw/test.source") + 7) / 8 ))
+SHARDS=$(( SHARDS < batches ? SHARDS : batches ))
 echo "== [3/4] fairseq-generate on the test set (${SHARDS} processes) (at $(( $(date +%s) - start )) s)"
 generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
     "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
