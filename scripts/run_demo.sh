@@ -35,7 +35,11 @@ if [[ ! -f "${RECIPE}" ]]; then
     exit 2
 fi
 
-bash scripts/setup_env.sh
+# SETUP=0: use the environment as it is (a test running the job in a copy of the repository,
+# whose set-up would otherwise reinstall the editable project from that copy)
+if [[ "${SETUP:-1}" != 0 ]]; then
+    bash scripts/setup_env.sh
+fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 # the schedule the recipes that train from scratch put in their TRAIN_ARGS ("${FROM_SCRATCH_ARGS[@]}"):
