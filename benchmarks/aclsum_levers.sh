@@ -68,6 +68,7 @@ DECODE_WORDS="${DECODE_WORDS:-any}"     # any | source (only words of the source
 DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-}"
 BIGRAM_BONUS="${BIGRAM_BONUS:-0}"       # --decode-words-bigram-bonus (with DECODE_WORDS=source)
 THREADS="${THREADS:-1}"
+SHARDS="${SHARDS:-$(nproc)}"            # decoding processes of one thread each (as the main job)
 SEED="${SEED:-1}"
 DECODE="${DECODE:-1}"                   # 0: a screen, no beam decoding (the row gives the last greedy validation)
 # SPLITS (default "valid test"): the splits decoded; "valid" alone screens a decoding setting
@@ -129,14 +130,14 @@ gen_start=$(date +%s)
 read -r -a splits <<< "${SPLITS:-valid test}"  # SPLITS=valid: a decoding screen, chosen on validation
 if [[ "${DECODE}" == 0 ]]; then splits=(); fi
 for split in "${splits[@]}"; do
-    fairseq-generate "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
+    generate_in_shards "${RUN}/generate-${split}.txt" "${SHARDS}" "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
         --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
-        --batch-size 25 --required-batch-size-multiple 1 --num-workers 0 \
+        --batch-size 8 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
         --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" \
         --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
         --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
-        --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" > "${RUN}/generate-${split}.txt"
+        --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
     hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
     python -m fairseq_ext.data.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"

@@ -11,12 +11,19 @@ process alone, from ``wait4``); then whether both wrote the same hypotheses. Wit
         --data data/aclsum_aspects_wp/bin --limit-pairs 60
 
 ``--limit-pairs N`` decodes the first N test pairs (a binarized copy of them is written under
-``--workdir``); 0 decodes the whole split.
+``--workdir``); 0 decodes the whole split. Another family's checkpoint is measured with its own
+flags in ``--generate-args`` (beam 8 there too), without the constraint variant:
+
+    python -m benchmarks.decoding_speed --checkpoint runs/demo-bart/checkpoints/checkpoint_best.pt \
+        --data data/aclsum/bin --variants "no constraint" --generate-args "--task abstractive_summarization \
+        --beam 8 --min-len 40 --max-len-b 140 --no-repeat-ngram-size 3 --batch-size 8 --num-workers 0 \
+        --max-source-positions 320 --max-target-positions 160 --required-batch-size-multiple 1"
 """
 
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,15 +64,15 @@ def limited_copy(data, subset, pairs, workdir):
     return out
 
 
-def run(tree, data, checkpoint, subset, flags, extra_words):
+def run(tree, data, checkpoint, subset, base_flags, flags, extra_words):
     """One fairseq-generate from ``tree``: (output text, measurements)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=tree)
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
         env.pop(name, None)  # measure the code, not an allocator setting from the environment
     words = ["--decode-words-file", extra_words] if extra_words and "--decode-words" in flags else []
     command = [
-        shutil.which("fairseq-generate"), data, "--user-dir", os.path.join(tree, "user_dir"),
-        "--path", checkpoint, "--gen-subset", subset, *BASE_FLAGS, *flags, *words,
+        shutil.which("fairseq-generate") or os.path.join(os.path.dirname(sys.executable), "fairseq-generate"), data, "--user-dir", os.path.join(tree, "user_dir"),
+        "--path", checkpoint, "--gen-subset", subset, *base_flags, *flags, *words,
     ]  # fmt: skip
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
@@ -99,6 +106,8 @@ def main():
     parser.add_argument("--baseline", default="97581c6", help="git commit of the code to compare with")
     parser.add_argument("--words-file", default=None, help="--decode-words-file for the constraint variant")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--generate-args", default=None,
+                        help="fairseq-generate's flags (one string) instead of the main job's, for another family")
     parser.add_argument("--workdir", default=None, help="where the baseline tree and data copy go (a temp dir)")
     args = parser.parse_args()
 
@@ -109,6 +118,7 @@ def main():
                        check=True, capture_output=True)  # fmt: skip
     data = limited_copy(args.data, args.subset, args.limit_pairs, workdir) if args.limit_pairs else args.data
     checkpoint = os.path.abspath(args.checkpoint)
+    base_flags = shlex.split(args.generate_args) if args.generate_args else BASE_FLAGS
     words = os.path.abspath(args.words_file) if args.words_file else None
     print(f"checkpoint {args.checkpoint}, {args.subset} of {args.data}"
           f"{f' (first {args.limit_pairs} pairs)' if args.limit_pairs else ''}, beam 8, one thread;"
@@ -119,8 +129,8 @@ def main():
     try:
         for variant in args.variants:
             flags = VARIANTS[variant]
-            old_text, old = run(baseline, data, checkpoint, args.subset, flags, words)
-            new_text, new = run(REPO, data, checkpoint, args.subset, flags, words)
+            old_text, old = run(baseline, data, checkpoint, args.subset, base_flags, flags, words)
+            new_text, new = run(REPO, data, checkpoint, args.subset, base_flags, flags, words)
             same = hypotheses(old_text) == hypotheses(new_text)
             for code, m in ((f"baseline {args.baseline}", old), ("this tree", new)):
                 rate = m["pairs"] / m["wall"]

@@ -2,7 +2,8 @@
 
 py-spy samples every Python process of a command (``--subprocesses``) with its stacks; this
 script sorts each sample into the first part (below) whose marker occurs in its stack, and
-prints each part's share of the samples with the seconds they stand for (samples / rate).
+prints the seconds each part's samples stand for (samples / rate) in each program
+(fairseq-train, whose validation decodes too, fairseq-generate, the rest), and its share.
 
     py-spy record --subprocesses --rate 20 --format raw --output main.raw -- bash scripts/run_demo.sh
     python benchmarks/profile_split.py main.raw --rate 20
@@ -42,26 +43,42 @@ PARTS: List[Tuple[str, Tuple[str, ...]]] = [
                                                  "build_model", "load_dataset", "build_generator")),
 ]
 
-def split(lines, parts=PARTS) -> Dict[str, int]:
-    """Samples per part from py-spy's raw lines (``frame;frame;... count``)."""
+#: (column, marker in the process's command line): which program a sample was taken in
+PROGRAMS = [("fairseq-train", "fairseq-train"), ("fairseq-generate", "fairseq-generate")]
+
+
+def program_of(stack: str) -> str:
+    """The program of a sample: py-spy names each process of the tree and its command line at
+    the top of the stack (parent first), so the last such frame is the sampled process."""
+    process = [frame for frame in stack.split(";") if frame.startswith("process ")][-1:] or [""]
+    return next((name for name, marker in PROGRAMS if marker in process[0]), "other processes")
+
+
+def split(lines, parts=PARTS) -> Dict[Tuple[str, str], int]:
+    """Samples per (part, program) from py-spy's raw lines (``frame;frame;... count``)."""
     counts = collections.Counter()
     for line in lines:
         stack, _, n = line.rstrip("\n").rpartition(" ")
         if not stack or not n.isdigit():
             continue
         part = next((name for name, markers in parts if any(m in stack for m in markers)), "other")
-        counts[part] += int(n)
+        counts[part, program_of(stack)] += int(n)
     return counts
 
 
-def table(counts: Dict[str, int], rate: float) -> str:
+def table(counts: Dict[Tuple[str, str], int], rate: float) -> str:
+    """Seconds of samples per part (rows) and program (columns), with each part's share."""
     total = sum(counts.values())
-    order = [name for name, _ in PARTS] + ["other"]
-    rows = ["| part | samples | share | seconds |", "|---|---|---|---|"]
-    for name in order:
-        if counts.get(name):
-            rows.append(f"| {name} | {counts[name]} | {counts[name] / total:.1%} | {counts[name] / rate:.0f} |")
-    rows.append(f"| all | {total} | 100% | {total / rate:.0f} |")
+    programs = [name for name, _ in PROGRAMS] + ["other processes"]
+    rows = ["| part | " + " | ".join(f"{p} (s)" for p in programs) + " | all (s) | share |",
+            "|---|" + "---|" * (len(programs) + 2)]
+    for part in [name for name, _ in PARTS] + ["other"]:
+        cells = [counts.get((part, p), 0) for p in programs]
+        if sum(cells):
+            rows.append(f"| {part} | " + " | ".join(f"{c / rate:.0f}" for c in cells)
+                        + f" | {sum(cells) / rate:.0f} | {sum(cells) / total:.1%} |")
+    sums = [sum(v for (_, p), v in counts.items() if p == program) for program in programs]
+    rows.append("| all | " + " | ".join(f"{c / rate:.0f}" for c in sums) + f" | {total / rate:.0f} | 100% |")
     return "\n".join(rows)
 
 

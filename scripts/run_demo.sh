@@ -35,7 +35,11 @@ if [[ ! -f "${RECIPE}" ]]; then
     exit 2
 fi
 
-bash scripts/setup_env.sh
+# SETUP=0: use the environment as it is (a test running the job in a copy of the repository,
+# whose set-up would otherwise reinstall the editable project from that copy)
+if [[ "${SETUP:-1}" != 0 ]]; then
+    bash scripts/setup_env.sh
+fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 # the schedule the recipes that train from scratch put in their TRAIN_ARGS ("${FROM_SCRATCH_ARGS[@]}"):
@@ -132,6 +136,9 @@ if grep -q "Stopping training due to cumulative_training_time" "${WORK}/train.lo
     echo "   note: training stopped by the time budget (STOP_HOURS=${STOP_HOURS}), not by its update count" >&2
 fi
 
+# at most one process a batch of 8 test pairs (fairseq-generate fails on a shard with no batch)
+batches=$(( ($(wc -l < "${DATA_DIR}/raw/test.source") + 7) / 8 ))
+SHARDS=$(( SHARDS < batches ? SHARDS : batches ))
 echo "== [3/4] fairseq-generate on the test set (${SHARDS} processes) (at $(( $(date +%s) - start )) s)"
 generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
     "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \

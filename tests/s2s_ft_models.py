@@ -45,3 +45,34 @@ def batch(d, left_pad=True, seed=1):
         prev[i, : len(t) + 1] = torch.cat([torch.tensor([d.eos()]), t])
         tgt[i, : len(t) + 1] = torch.cat([t, torch.tensor([d.eos()])])
     return src, src.ne(d.pad()).sum(1), prev, tgt
+
+
+def log_probs_through_beam_reorders(model, d):
+    """Cached decoding of :data:`parity.SENTENCES` left-padded sources of 9, 4 and 1 tokens,
+    :data:`parity.BEAMS` random hypotheses each, through :data:`parity.BEAM_REORDERS`: the
+    normalized log-probabilities of every step ``(rows, steps, V)`` and the reordered
+    ``(src, lengths, prev)`` that a full forward pass must turn into the same values."""
+    from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders
+
+    g = torch.Generator().manual_seed(5)
+    src = torch.full((SENTENCES, 9), d.pad())
+    for row, n in enumerate((9, 4, 1)):
+        src[row, 9 - n :] = torch.randint(d.nspecial, VOCAB, (n,), generator=g)
+        src[row, -1] = d.eos()
+    src = src.repeat_interleave(BEAMS, 0)
+    prev = torch.randint(d.nspecial, VOCAB, (len(src), REORDER_STEPS), generator=g)
+    prev[:, 0] = d.eos()
+    lengths = src.ne(d.pad()).sum(1)
+    with torch.no_grad():
+        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
+
+        def step(t, rows):
+            out = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
+            return model.get_normalized_probs(out, log_probs=True)[:, -1]
+
+        def reorder(order):
+            model.decoder.reorder_incremental_state_scripting(live["state"], order)
+            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
+
+        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
+    return steps, (src[rows], lengths[rows], prev[rows])

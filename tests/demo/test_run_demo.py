@@ -26,7 +26,8 @@ def workspace(tmp_path):
 
 
 def run_demo(work, **variables):
-    env = {**os.environ, **QUICK, **variables, "PYTHONPATH": str(work)}
+    # SETUP=0: the copy shares this repository's .venv, which its set-up must not reinstall
+    env = {**os.environ, **QUICK, **variables, "PYTHONPATH": str(work), "SETUP": "0"}
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(["bash", "scripts/run_demo.sh"], cwd=work, env=env, capture_output=True, text=True,
                           timeout=600)

@@ -10,8 +10,8 @@ import torch
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ext.modules.pointer_generator import Coverage, coverage_loss
-from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
-from s2s_ft_models import VOCAB, batch, make_model
+from parity import perturb_parameters
+from s2s_ft_models import VOCAB, batch, log_probs_through_beam_reorders, make_model
 from user_dir.criterions.s2s_ft import S2SFTCriterion
 
 VARIANTS = {"last_layer_heads": {"copy_heads": 2}, "own_attention": {"copy_attention_dim": 16}}
@@ -74,28 +74,9 @@ def test_cached_decoding_equals_full_forward(method, variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cached_decoding_follows_beam_reorders(variant):
     model, d = coverage_model("pseudo", variant, seed=5)
-    g = torch.Generator().manual_seed(5)
-    src = torch.full((SENTENCES, 9), d.pad())
-    for row, n in enumerate((9, 4, 1)):
-        src[row, 9 - n :] = torch.randint(d.nspecial, VOCAB, (n,), generator=g)
-        src[row, -1] = d.eos()
-    src = src.repeat_interleave(BEAMS, 0)
-    prev = torch.randint(d.nspecial, VOCAB, (len(src), REORDER_STEPS), generator=g)
-    prev[:, 0] = d.eos()
-    lengths = src.ne(d.pad()).sum(1)
+    steps, reordered = log_probs_through_beam_reorders(model, d)
     with torch.no_grad():
-        live = {"encoder_out": model.encoder(src, lengths), "state": {}}
-
-        def step(t, rows):
-            out = model.decoder(prev[rows, : t + 1], live["encoder_out"], incremental_state=live["state"])
-            return model.get_normalized_probs(out, log_probs=True)[:, -1]
-
-        def reorder(order):
-            model.decoder.reorder_incremental_state_scripting(live["state"], order)
-            live["encoder_out"] = model.encoder.reorder_encoder_out(live["encoder_out"], order)
-
-        steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
-        full, _ = full_log_probs(model, src[rows], lengths[rows], prev[rows])
+        full, _ = full_log_probs(model, *reordered)
     torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
 
 

@@ -305,7 +305,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
                 generator, self.tgt_dict, self.decode_words_extra, self.cfg.decode_words_bigram_bonus
             )
         rules = decoding_rules(self.tgt_dict, **{name: self.generation_flag(args, name) for name in RULE_FLAGS})
-        if rules and isinstance(generator, SequenceGenerator):
+        if isinstance(generator, SequenceGenerator):  # rules or none: encoder outputs left as they are within sentences
             generator = with_rules(generator, rules)
         elif rules:
             logger.warning(f"{type(generator).__name__} is not beam search: --no-repeat-word and "
