@@ -170,7 +170,7 @@ def _check_cfg(cfg, where, problems):
         if node is None or group == "_name":
             continue
         if isinstance(node, argparse.Namespace):  # legacy models store all their flags here
-            _check_flat(node, at, problems)
+            _check_flat(node, at, problems, number_text=True)
             continue
         if not isinstance(node, dict):
             problems.append(f"{at} is a {type(node).__name__}, not a group")
@@ -194,8 +194,9 @@ def _check_cfg(cfg, where, problems):
             _check_defaults(_component_dataclass(kind, name), node, at, problems)
 
 
-def _check_flat(namespace, where, problems):
-    """A flat Namespace (legacy ``args``, a legacy ``cfg.model``): every flag of every group."""
+def _check_flat(namespace, where, problems, number_text=False):
+    """A flat Namespace (legacy ``args``, a legacy ``cfg.model``): every flag of every group;
+    ``number_text``: plain number literals stand for numbers (as fairseq writes ``cfg.model``)."""
     values = vars(namespace) if isinstance(namespace, argparse.Namespace) else dict(namespace)
     _check_data(values, where, problems)
     if problems:
@@ -216,7 +217,7 @@ def _check_flat(namespace, where, problems):
     name = values.get("_name")
     if isinstance(name, str) and not _registered("model", name) and not _registered("arch", name):
         problems.append(f"{where}._name = {_preview(name)} (no model of that name is registered)")
-    _check_types(values, where, types, problems)
+    _check_types(values, where, types, problems, number_text=number_text)
 
 
 def _merge(types, more):
@@ -224,10 +225,26 @@ def _merge(types, more):
         types.setdefault(key, []).append(tp)
 
 
-def _check_types(values, where, types, problems):
+#: a plain number literal, which fairseq itself writes for a number flag in a legacy model's
+#: Namespace (``cfg.model`` of a model with ``add_args`` holds every flag, the ones it passed as
+#: overrides as text: ``--total-num-update 1`` is ``'1'`` there)
+NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _number_text_conforms(value, tp):
+    """Whether ``value`` is a plain number literal whose number is a value of ``tp``."""
+    return isinstance(value, str) and NUMBER_TEXT.fullmatch(value) is not None \
+        and conforms(ast.literal_eval(value), tp)
+
+
+def _check_types(values, where, types, problems, number_text=False):
+    """Each value against its field's types; ``number_text``: a plain number literal may stand
+    for a number (a legacy Namespace, as fairseq writes it), nothing else written as text may."""
     for key, value in values.items():
         expected = types.get(key)
-        if expected and not any(conforms(value, tp) for tp in expected):
+        if expected and not any(
+            conforms(value, tp) or (number_text and _number_text_conforms(value, tp)) for tp in expected
+        ):
             wanted = " or ".join(sorted({_type_name(tp) for tp in expected}))
             problems.append(f"{where}.{key} = {_preview(value)} (a {_type_name(type(value))} "
                             f"where the field holds {wanted})")

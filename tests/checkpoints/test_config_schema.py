@@ -18,7 +18,14 @@ from omegaconf import OmegaConf
 import user_dir  # noqa: F401  (registers the plugin, installs the loader)
 from crafted import save
 from fairseq_ext.compat.checkpoint import UntrustedCheckpointError, load_checkpoint_to_cpu
-from fairseq_ext.compat.config_schema import MAX_TEXT, ConfigRefused, conforms, text_problem, validate_checkpoint_config
+from fairseq_ext.compat.config_schema import (
+    MAX_TEXT,
+    NUMBER_TEXT,
+    ConfigRefused,
+    conforms,
+    text_problem,
+    validate_checkpoint_config,
+)
 
 SOURCE = "/models/evil.pt"
 SENTINEL_VARIABLE = "FAIRSEQ_EXT_TEST_SENTINEL"
@@ -136,6 +143,8 @@ def hostile_configs(draw):
         place = draw(st.sampled_from(_TYPED))
         value = draw(st.one_of(st.text(min_size=1, max_size=20), st.floats(0.1, 2).map(lambda f: f"{f} --cpu"),
                                st.just("0.1"), st.just("[0.9, 0.98]")))
+        if place[:2] == ("cfg", "model") and NUMBER_TEXT.fullmatch(value):
+            value += " --cpu"  # a plain number as text is how fairseq writes a legacy cfg.model
         nest = ""
     else:
         place = draw(st.sampled_from(_NAMES))
@@ -242,6 +251,31 @@ def test_types_follow_the_registered_dataclass():
     assert conforms(None, int) and conforms("x", typing.Any)
     assert text_problem("tcp://localhost:1", "cfg.distributed_training.distributed_init_method") is None
     assert text_problem("http://localhost:1", "cfg.distributed_training.distributed_init_method")
+
+
+def test_a_legacy_namespace_may_hold_a_number_as_plain_text_and_nothing_else():
+    """fairseq writes ``--total-num-update 1`` as ``'1'`` in a legacy model's ``cfg.model`` (the
+    BART-LS and Z-Code++ recipes' checkpoints): a plain number literal passes there; text that
+    is more than a number does not, and a dataclass group keeps its types strict."""
+    state = _good_state()
+    state["cfg"]["lr_scheduler"] = {"_name": "polynomial_decay", "total_num_update": 1.0}
+    state["cfg"]["model"].total_num_update = "1"
+    state["cfg"]["model"].dropout = "0.1"
+    state["cfg"]["model"].encoder_layers = "-2"
+    validate_checkpoint_config(state, "legacy.pt")
+    for text in ("1; import os", "1 --cpu", "(1)", "0x10", "1_0", "nan", "[1]", "1e3e3"):
+        bad = _good_state()
+        bad["cfg"]["model"].dropout = text
+        with pytest.raises(ConfigRefused, match="dropout"):
+            validate_checkpoint_config(bad, "legacy.pt")
+    floating = _good_state()
+    floating["cfg"]["model"].encoder_layers = "2.5"  # a number, but not an int
+    with pytest.raises(ConfigRefused, match="encoder_layers"):
+        validate_checkpoint_config(floating, "legacy.pt")
+    strict = _good_state()
+    strict["cfg"]["dataset"]["max_tokens"] = "600"
+    with pytest.raises(ConfigRefused, match="max_tokens"):
+        validate_checkpoint_config(strict, "group.pt")
 
 
 # ---------------------------------------------------------------- the issue's reproductions
