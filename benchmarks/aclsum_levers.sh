@@ -11,7 +11,7 @@
 #   NAME=copy-beam BEAM=5 LENPEN=2.0 GENERATE_ONLY=1 bash benchmarks/aclsum_levers.sh  # decode NAME's checkpoint again
 #   NAME=aspects12-words CHECKPOINT_FROM=aspects12 GENERATE_ONLY=1 CORPUS=aclsum_aspects COPY_HEADS=12 NO_REPEAT=2 \
 #       DECODE_WORDS=source DECODE_WORDS_FILE=data/aclsum_aspects_wp/raw/train.target bash benchmarks/aclsum_levers.sh
-#   # pre-training on Wikipedia gap sentences (fairseq_ext.data.gap_sentences), then fine-tuning from it:
+#   # pre-training on Wikipedia gap sentences (python -m fairseq_ext.cli.gap_sentences), then fine-tuning from it:
 #   NAME=wiki-gsg CORPUS=wiki_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=100 DECODE=0 bash benchmarks/aclsum_levers.sh
 #   NAME=wiki-aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 \
 #       INIT_FROM=runs/levers/wiki-gsg/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
@@ -83,7 +83,7 @@ CKPT_DIR="${WORK}/${CHECKPOINT_FROM:-${NAME}}/checkpoints"
 mkdir -p "${RUN}"
 export OMP_NUM_THREADS="${THREADS}"
 if [[ "${CORPUS}" == wiki_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
-    python -m fairseq_ext.data.gap_sentences --out "data/wiki_gsg" ${LIMIT:+--limit "${LIMIT}"}
+    python -m fairseq_ext.cli.gap_sentences --out "data/wiki_gsg" ${LIMIT:+--limit "${LIMIT}"}
     python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out "${DATA}"
 elif [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus "${CORPUS}" --out "${DATA}" ${LIMIT:+--limit "${LIMIT}"}
@@ -103,7 +103,7 @@ train_wall=0 train_cpu=0
 if [[ -z "${GENERATE_ONLY}" ]]; then
     rm -rf "${CKPT_DIR}"
     minilm="$(python -c 'from fairseq_ext.data.wordpiece import minilm_dir; print(minilm_dir())')"
-    /usr/bin/time -f "%e %U %S" -o "${RUN}/train.time" fairseq-train "${DATA}/bin" --user-dir user_dir \
+    /usr/bin/time -f "%e %U %S" -o "${RUN}/train.time" fairseq-train "${DATA}/bin" --user-dir "${REPO}/user_dir" \
         --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "${minilm}" \
         ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"} \
         --copy-heads "${COPY_HEADS}" --copy-attention-dim "${COPY_ATTENTION_DIM}" --s2s-method "${METHOD}" --target-mask-prob "${TARGET_MASK_PROB}" \
@@ -130,7 +130,7 @@ gen_start=$(date +%s)
 read -r -a splits <<< "${SPLITS:-valid test}"  # SPLITS=valid: a decoding screen, chosen on validation
 if [[ "${DECODE}" == 0 ]]; then splits=(); fi
 for split in "${splits[@]}"; do
-    generate_in_shards "${RUN}/generate-${split}.txt" "${SHARDS}" "${DATA}/bin" --user-dir user_dir --task s2s_ft_summarization \
+    generate_in_shards "${RUN}/generate-${split}.txt" "${SHARDS}" "${DATA}/bin" --user-dir "${REPO}/user_dir" --task s2s_ft_summarization \
         --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
         --batch-size 8 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
@@ -139,8 +139,8 @@ for split in "${splits[@]}"; do
         --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
     hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
-    python -m fairseq_ext.data.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
-    python -m fairseq_ext.data.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"
+    python -m fairseq_ext.cli.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
+    python -m fairseq_ext.cli.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"
     rouge "${RUN}/${split}.hyp" "${RUN}/${split}.ref" "${RUN}/rouge-${split}.txt" > /dev/null
 done
 gen_minutes=$(python -c "print(round(($(date +%s) - ${gen_start}) / 60, 1))")

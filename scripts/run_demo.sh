@@ -109,7 +109,7 @@ TRAIN_ARGS+=(--eval-rouge --eval-rouge-args "${EVAL_ROUGE_ARGS}"
 echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h) (at $(( $(date +%s) - start )) s)"
 BEST="${WORK}/checkpoints/checkpoint_best.pt"
 status=0
-fairseq-train "${DATA_DIR}/bin" --user-dir user_dir "${TRAIN_ARGS[@]}" \
+fairseq-train "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" "${TRAIN_ARGS[@]}" \
     --max-epoch "${MAX_EPOCH}" --stop-time-hours "${STOP_HOURS}" \
     --save-dir "${WORK}/checkpoints" --no-epoch-checkpoints \
     --log-format json --log-interval 10 --num-workers 0 --seed 1 \
@@ -126,7 +126,7 @@ if [[ ! -f "${BEST}" ]]; then
     exit 1
 fi
 # shellcheck disable=SC2016
-updates="$(python -c 'import sys; from fairseq_ext.checkpoint import safe_load
+updates="$(python -c 'import sys; from fairseq_ext.compat.checkpoint import safe_load
 print(safe_load(sys.argv[1])["optimizer_history"][-1]["num_updates"])' "${BEST}")"
 echo "   model: ${BEST}, saved by this run at update ${updates}"
 # a time budget that ended training changes the model: said in the results, not only in the log
@@ -141,15 +141,15 @@ batches=$(( ($(wc -l < "${DATA_DIR}/raw/test.source") + 7) / 8 ))
 SHARDS=$(( SHARDS < batches ? SHARDS : batches ))
 echo "== [3/4] fairseq-generate on the test set (${SHARDS} processes) (at $(( $(date +%s) - start )) s)"
 generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
-    "${DATA_DIR}/bin" --user-dir user_dir --path "${WORK}/checkpoints/checkpoint_best.pt" \
+    "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" --path "${WORK}/checkpoints/checkpoint_best.pt" \
     --gen-subset test --batch-size 8 --num-workers 0 "${GEN_ARGS[@]}" \
     --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model"
 hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
 # the references: one document a line (per-aspect targets joined, as the summaries are)
-python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA_DIR}/raw/test.target" "${WORK}/test.ref"
+python -m fairseq_ext.cli.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA_DIR}/raw/test.target" "${WORK}/test.ref"
 if [[ "${LINES_PER_DOCUMENT:-1}" != 1 ]]; then
     mv "${WORK}/test.hyp" "${WORK}/test.pieces.hyp"
-    python -m fairseq_ext.data.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.pieces.hyp" "${WORK}/test.hyp"
+    python -m fairseq_ext.cli.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.pieces.hyp" "${WORK}/test.hyp"
 fi
 if [[ -z "${LEAD_ARGS+set}" ]]; then
     if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
@@ -158,7 +158,7 @@ if [[ -z "${LEAD_ARGS+set}" ]]; then
         LEAD_ARGS=(--source "${DATA_DIR}/raw/test.source")
     fi
 fi
-python -m fairseq_ext.rouge.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
+python -m fairseq_ext.cli.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 
 echo "== [4/4] files2rouge (at $(( $(date +%s) - start )) s)"
 rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
