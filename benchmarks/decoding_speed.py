@@ -70,8 +70,9 @@ def run(tree, data, checkpoint, subset, base_flags, flags, extra_words):
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
         env.pop(name, None)  # measure the code, not an allocator setting from the environment
     words = ["--decode-words-file", extra_words] if extra_words and "--decode-words" in flags else []
+    program = shutil.which("fairseq-generate") or os.path.join(os.path.dirname(sys.executable), "fairseq-generate")
     command = [
-        shutil.which("fairseq-generate") or os.path.join(os.path.dirname(sys.executable), "fairseq-generate"), data, "--user-dir", os.path.join(tree, "user_dir"),
+        program, data, "--user-dir", os.path.join(tree, "user_dir"),
         "--path", checkpoint, "--gen-subset", subset, *base_flags, *flags, *words,
     ]  # fmt: skip
     start = time.perf_counter()

@@ -11,7 +11,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ext.modules.pointer_generator import Coverage, coverage_loss
 from parity import perturb_parameters
-from s2s_ft_models import VOCAB, batch, log_probs_through_beam_reorders, make_model
+from s2s_ft_models import batch, log_probs_through_beam_reorders, make_model
 from user_dir.criterions.s2s_ft import S2SFTCriterion
 
 VARIANTS = {"last_layer_heads": {"copy_heads": 2}, "own_attention": {"copy_attention_dim": 16}}

@@ -12,7 +12,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ext.modules.pointer_generator import PointerGenerator, copy_distribution, copy_mixture
 from parity import perturb_parameters
-from s2s_ft_models import VOCAB, batch, log_probs_through_beam_reorders, make_model
+from s2s_ft_models import batch, log_probs_through_beam_reorders, make_model
 
 VARIANTS = {"last_layer_heads": {"copy_heads": 2}, "own_attention": {"copy_attention_dim": 16}}
 
