@@ -8,6 +8,7 @@
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
 #   LIMIT=8 MAX_UPDATE=4 BEAM=1 bash scripts/run_demo.sh   # a quick run (minutes) on the first 8 documents of each split
 #   SOURCE_CORPUS=/path/to/corpus bash scripts/run_demo.sh  # your own {train,valid,test}.{source,target}
+#   THREADS=1 SHARDS=1 bash scripts/run_demo.sh  # one core (default: nproc training threads, nproc decoders)
 #
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
 # TRAIN_ARGS and GEN_ARGS, and may set DATA_DIR and PREPARE (the folder the data go to and the module
