@@ -76,3 +76,19 @@ def log_probs_through_beam_reorders(model, d):
 
         steps, rows = incremental_with_reorders(step, reorder, len(src), prev.size(1), BEAM_REORDERS)
     return steps, (src[rows], lengths[rows], prev[rows])
+
+
+def small_copy_model(d, seed, max_target_positions=24):
+    """A pseudo-masked s2s-ft model with 2 copy heads over dictionary ``d``, its weights moved
+    far from the default initialisation (deterministic in ``seed``), in eval mode."""
+    torch.manual_seed(seed)
+    cfg = S2SFTConfig(
+        s2s_method="pseudo", embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
+        max_positions=64, max_source_positions=24, max_target_positions=max_target_positions, copy_heads=2,
+    )
+    task = SimpleNamespace(source_dictionary=d, target_dictionary=d, cfg=SimpleNamespace(left_pad_target=False))
+    model = S2SFTModel.build_model(cfg, task).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    return model

@@ -13,8 +13,8 @@ import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.compat.generation import fix_decoder_beam_size
 from fairseq_ext.modules.decoding_rules import EndAtSentence, NoRepeatWord, StatelessRule, decoding_rules
 from fairseq_ext.modules.word_constraint import constrain_words, split_words, with_rules, word_starts
+from s2s_ft_models import small_copy_model
 from toys import toy_dictionary
-from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
 
 LETTERS = "abcdef"
 
@@ -32,18 +32,7 @@ def ids(d, text):
 
 
 def model_of(d, seed):
-    torch.manual_seed(seed)
-    cfg = S2SFTConfig(
-        s2s_method="pseudo", embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
-        max_positions=64, max_source_positions=24, max_target_positions=24, copy_heads=2,
-    )
-    task = type("Task", (), {"source_dictionary": d, "target_dictionary": d,
-                             "cfg": type("Cfg", (), {"left_pad_target": False})()})()
-    model = S2SFTModel.build_model(cfg, task).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.5)
-    return model
+    return small_copy_model(d, seed, max_target_positions=24)
 
 
 class Echo(StatelessRule):

@@ -24,8 +24,8 @@ from fairseq_ext.modules.word_constraint import (
     word_starts,
 )
 from harness import USER_DIR
+from s2s_ft_models import small_copy_model
 from toys import toy_dictionary
-from user_dir.models.s2s_ft import S2SFTConfig, S2SFTModel
 
 
 def wordpiece_dictionary():
@@ -102,18 +102,7 @@ def test_allowed_tokens_mid_word_and_after_a_whole_word():
 
 
 def wordpiece_model(d, seed):
-    torch.manual_seed(seed)
-    cfg = S2SFTConfig(
-        s2s_method="pseudo", embed_dim=32, layers=2, attention_heads=4, ffn_embed_dim=64,
-        max_positions=64, max_source_positions=24, max_target_positions=16, copy_heads=2,
-    )
-    task = type("Task", (), {"source_dictionary": d, "target_dictionary": d,
-                             "cfg": type("Cfg", (), {"left_pad_target": False})()})()
-    model = S2SFTModel.build_model(cfg, task).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.5)  # far from the default initialisation
-    return model
+    return small_copy_model(d, seed, max_target_positions=16)
 
 
 def hypothesis_words(constraint, hypotheses, max_len):
