@@ -92,3 +92,12 @@ def small_copy_model(d, seed, max_target_positions=24):
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.5)
     return model
+
+
+def cached_steps(model, src, lengths, prev):
+    """Cached decoding of ``prev`` one token at a time (call under ``torch.no_grad()``): yields
+    ``(step, decoder output, normalized log-probabilities (B, 1, V))`` for each step."""
+    encoder_out, state = model.encoder(src, lengths), {}
+    for step in range(prev.size(1)):
+        out = model.decoder(prev[:, : step + 1], encoder_out, incremental_state=state)
+        yield step, out, model.get_normalized_probs(out, log_probs=True)

@@ -213,8 +213,9 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         R = rows.size(1)
         key_padding = torch.cat([source_padding, source_padding.new_zeros(B, K - S + R)], dim=1)  # (B, K+R)
         allowed = structure[None, None] & ~key_padding[:, None, None, :]  # (B, 1, R, K+R)
+        source = shared_source(encoder_out)
         hidden, (keys, values), attention = self.body.step(
-            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, shared_source(encoder_out),
+            rows, positions, torch.full_like(rows, TARGET_TYPE), allowed, source,
             None if cache is None else (cache["keys"], cache["values"]), source_attention=self.copy_heads > 0,
         )  # fmt: skip
         if committed:
@@ -223,17 +224,18 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
             self.set_incremental_state(incremental_state, "cache", cache)
         hidden = hidden[:, -1:]  # (B, 1, C)
         coverage = None if self.coverage is None else self.get_incremental_state(incremental_state, "coverage")
-        extra, coverage = self._extra(hidden, attention, encoder_out, 1, coverage)
+        extra, coverage = self._extra(hidden, attention, encoder_out, 1, coverage, source[0].groups)
         if self.coverage is not None:
             self.set_incremental_state(incremental_state, "coverage", {"vector": coverage})
         return self.body.logits(hidden), extra  # (B, 1, V)
 
-    def _extra(self, hidden, attention, encoder_out, T: int, coverage=None):
+    def _extra(self, hidden, attention, encoder_out, T: int, coverage=None, groups=None):
         """fairseq's ``extra`` dict, and the coverage after the last row (None without it);
         with the copy mechanism, the copy attention ``attn`` ``(B, T, S)`` of the last ``T``
         rows, their gate ``p_gen`` ``(B, T, 1)``, the source ids ``(B, S)`` it points at and,
         with coverage, the coverage vector ``coverage`` ``(B, T, S)`` each row saw (``coverage``
-        given: the incremental state's ``{"vector": (B, S)}`` before these rows)."""
+        given: the incremental state's ``{"vector": (B, S)}`` before these rows). ``groups``: the
+        :func:`~fairseq_ext.modules.attention.beam_groups` of the source rows, when known."""
         if self.pointer is None:
             return {"attn": [None], "inner_states": None}, None
         source_hidden = encoder_out["encoder_out"][0]  # (S, N, C)
@@ -249,7 +251,9 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
         else:
             attn, coverages, after = self.coverage(heads, None if coverage is None else coverage["vector"])
         per_source = source_hidden.transpose(0, 1)[:, None]  # (N, 1, S, C)
-        context = rows_matmul(attn[:, None].to(per_source.dtype), per_source, rows, beam_groups(rows, per_source.size(0)))
+        if groups is None:
+            groups = beam_groups(rows, per_source.size(0))
+        context = rows_matmul(attn[:, None].to(per_source.dtype), per_source, rows, groups)  # (B, 1, T, C)
         p_gen = self.pointer.gate_probability(hidden, context[:, 0])  # (B, T, 1)
         extra = {"attn": [attn], "inner_states": None, "p_gen": p_gen, "src_tokens": encoder_out["src_tokens"][0]}
         if coverages is not None:
@@ -268,7 +272,8 @@ class S2SFTDecoder(FairseqIncrementalDecoder):
     def reorder_incremental_state(self, incremental_state, new_order):
         coverage = self.get_incremental_state(incremental_state, "coverage")
         if coverage is not None:
-            self.set_incremental_state(incremental_state, "coverage", {"vector": coverage["vector"].index_select(0, new_order)})
+            vector = coverage["vector"].index_select(0, new_order)  # (B', S)
+            self.set_incremental_state(incremental_state, "coverage", {"vector": vector})
         cache = self.get_incremental_state(incremental_state, "cache")
         if cache is None:
             return

@@ -12,7 +12,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ext.modules.pointer_generator import PointerGenerator, copy_distribution, copy_mixture
 from parity import perturb_parameters
-from s2s_ft_models import batch, log_probs_through_beam_reorders, make_model
+from s2s_ft_models import batch, cached_steps, log_probs_through_beam_reorders, make_model
 
 VARIANTS = {"last_layer_heads": {"copy_heads": 2}, "own_attention": {"copy_attention_dim": 16}}
 
@@ -153,10 +153,7 @@ def test_cached_decoding_equals_full_forward(method, variant):
     model, d, (src, lengths, prev, _) = copy_model_and_batch(method, variant)
     with torch.no_grad():
         full = full_log_probs(model, src, lengths, prev)
-        encoder_out, state = model.encoder(src, lengths), {}
-        for step in range(prev.size(1)):
-            out = model.decoder(prev[:, : step + 1], encoder_out, incremental_state=state)
-            lprobs = model.get_normalized_probs(out, log_probs=True)
+        for step, _, lprobs in cached_steps(model, src, lengths, prev):
             keep = prev[:, step].ne(d.pad())
             torch.testing.assert_close(lprobs[keep, 0], full[keep, step], atol=1e-4, rtol=0)
 
