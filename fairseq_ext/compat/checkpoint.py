@@ -12,6 +12,7 @@ import _compat_pickle
 import argparse
 import ast
 import collections
+import functools
 import logging
 import os
 import pickle
@@ -19,7 +20,9 @@ import re
 
 import torch
 
+from .errors import CheckpointError, CorruptCheckpointError, ModelFileRefused, UntrustedCheckpointError
 from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
+from . import model_file
 from .renamed_flags import add_new_fields, upgrade_checkpoint_config
 
 logger = logging.getLogger(__name__)
@@ -70,16 +73,6 @@ NO_WEIGHTS_ONLY_VARIABLE = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 _warned_about_variable = False
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be loaded; the message names the file and the reason."""
-
-
-class UntrustedCheckpointError(CheckpointError):
-    """The checkpoint would import or call something, or holds code for fairseq to ``eval()``."""
-
-
-class CorruptCheckpointError(CheckpointError):
-    """The checkpoint is truncated, corrupt, or not a torch checkpoint at all."""
 
 
 def safe_load(path, map_location="cpu"):
@@ -110,6 +103,9 @@ def safe_load(path, map_location="cpu"):
         raise _loading_error(path, exc) from exc
     check_eval_fields(state, path)
     check_config(state, path)
+    model_file.check_tensors(state, path)
+    model_file.check_components(state, path)
+    model_file.check_training_state(state, path)
     return state
 
 
@@ -159,6 +155,7 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
 
     local_path = PathManager.get_local_path(path)
     state = safe_load(local_path)
+    model_file.describe_only(state, local_path)
     if arg_overrides:
         try:
             validate_values(dict(arg_overrides), "arg_overrides", f"the overrides for {path}")
@@ -177,16 +174,62 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     if state.get("cfg") is not None:
         if arg_overrides is not None:
             overwrite_args_by_name(state["cfg"], arg_overrides)
-    return checkpoint_utils._upgrade_state_dict(state)
+    try:
+        return checkpoint_utils._upgrade_state_dict(state)
+    except CheckpointError:
+        raise
+    except Exception as err:  # a legacy args value Hydra cannot parse, a field of the wrong shape
+        raise model_file.refused_config(err, path) from None
+
+
+def load_model_ensemble_and_task(load_model_ensemble_and_task):
+    """Wrap ``checkpoint_utils.load_model_ensemble_and_task`` (fairseq-generate, -interactive,
+    -validate, both hubs, ``load_model_ensemble``): each file is read once through the safe
+    loader, its declared sizes checked against its tensors, and the model built on the ``meta``
+    device and compared parameter by parameter (:mod:`.model_file`) before fairseq builds it
+    for real from the same state."""
+
+    @functools.wraps(load_model_ensemble_and_task)
+    def wrapped(filenames, arg_overrides=None, task=None, strict=True, suffix="", num_shards=1, state=None):
+        if num_shards != 1 or state is not None:  # sharded (FSDP) files: read shard by shard by fairseq
+            return load_model_ensemble_and_task(filenames, arg_overrides, task, strict, suffix, num_shards, state)
+        from fairseq import tasks
+        from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+        ensemble, cfg = [], None
+        for filename in filenames:
+            path = filename.replace(".pt", suffix + ".pt") if suffix else filename
+            if not os.path.isfile(path):
+                raise OSError(f"Model file not found: {path}")
+            state = load_checkpoint_to_cpu(path, arg_overrides)
+            cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
+            model_file.check_declared_sizes(cfg.model, state.get("model") or {}, path)
+            if task is None:
+                task = tasks.setup_task(cfg.task, from_checkpoint=True)
+            model_file.check_model_shapes(_builder(task), cfg.model, state.get("model") or {}, path, strict)
+            models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1, state)
+            ensemble.extend(models)
+        return ensemble, cfg, task
+
+    return wrapped
+
+
+def _builder(task):
+    """The model class's own build, as the task's ``build_model`` calls it while loading (without
+    the task's own extras: its validation generator, its length bookkeeping)."""
+    from fairseq import models
+
+    return lambda model_cfg: models.build_model(model_cfg, task, from_checkpoint=True)
 
 
 def load_ema_from_checkpoint(path):
     """fairseq's ``checkpoint_utils.load_ema_from_checkpoint`` (``--ema-seed-model``) reading
     through :func:`safe_load`: the state with its EMA weights (fp16 made fp32) as ``model``."""
     state = safe_load(path)
-    ema = state["extra_state"]["ema"]
-    if not ema:
-        raise ValueError(f"{path} holds no EMA weights (extra_state.ema is empty)")
+    ema = (state.get("extra_state") or {}).get("ema") if isinstance(state, dict) else None
+    if not isinstance(ema, dict) or not ema:
+        raise ModelFileRefused(f"refusing model file {path}: extra_state.ema holds no EMA weights "
+                               "(--ema-seed-model needs a file saved with --store-ema)")
     state["model"] = collections.OrderedDict(
         (name, param.float() if param.dtype == torch.half else param.clone()) for name, param in ema.items()
     )

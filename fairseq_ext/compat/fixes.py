@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import torch
 
-from . import checkpoint
+from . import checkpoint, model_file
 from .archives import local_files_only, safe_archive_loading
 from .distributed import (
     cpu_all_gather_list,
@@ -66,7 +66,11 @@ class Fix:
             raise TypeError(f"{self.name} is applied per task, not process-wide: {self.applied_by} calls "
                             f"{self.function.__name__}")
         module, attribute = self.target.split(":")
-        return importlib.import_module(module), attribute
+        owner = importlib.import_module(module)
+        *classes, attribute = attribute.split(".")  # "module:Class.method" replaces a method
+        for name in classes:
+            owner = getattr(owner, name)
+        return owner, attribute
 
     def is_applied(self):
         owner, attribute = self._owner()
@@ -159,6 +163,33 @@ FIXES = (
         target="fairseq.checkpoint_utils:load_ema_from_checkpoint",
         wrap=replaced_by(checkpoint.load_ema_from_checkpoint),
         fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    Fix(
+        "model_shapes_before_memory",
+        fixes="a model file of a few kilobytes whose configuration declared huge sizes made every load "
+              "path allocate and initialise gigabytes before the weights were compared",
+        why="checkpoint_utils.load_model_ensemble_and_task builds the model from the file's cfg.model, "
+            "then loads the state; fairseq_ext.compat.checkpoint.load_model_ensemble_and_task builds "
+            "it on the meta device first and compares every parameter shape",
+        target="fairseq.checkpoint_utils:load_model_ensemble_and_task",
+        wrap=checkpoint.load_model_ensemble_and_task,
+    ),
+    Fix(
+        "command_line_optimizer_settings",
+        fixes="--restore-file took the saved weight decay, betas and eps over the command line's, "
+              "with nothing logged (a saved weight decay of 1000 zeroed the model in two updates)",
+        why="FairseqOptimizer.load_state_dict calls torch's Optimizer.load_state_dict, which copies "
+            "every saved param_groups hyper-parameter",
+        target="fairseq.optim.fairseq_optimizer:FairseqOptimizer.load_state_dict",
+        wrap=model_file.command_line_hyper_parameters,
+    ),
+    Fix(
+        "saved_training_time_checked",
+        fixes="a saved training time past --stop-time-hours ended a resumed run before it trained, "
+              "with nothing said",
+        why="Trainer.load_checkpoint takes extra_state.previous_training_time as it is",
+        target="fairseq.trainer:Trainer.load_checkpoint",
+        wrap=model_file.check_stop_time,
     ),
     Fix(
         "safe_archive_extraction",

@@ -9,6 +9,7 @@ import os
 import sys
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass, interpret_dc_type
+from .model_file import take_trust_flags
 
 
 def true_boolean_fields(dataclass_instance):
@@ -81,6 +82,8 @@ def checked_parse_args_and_arch(parse_args_and_arch):
       says what to pass (exit 2, as argparse), instead of argparse's list of every registered
       architecture (4,000 characters, wav2vec included) or a 30-line traceback that ends in
       ``dict.source.txt``;
+    * ``--trust-model-file FILE`` (any number) is taken out and FILE trusted to select
+      components this project has not reviewed (:func:`.model_file.trust`);
     * ``--bf16`` no longer implies ``--tpu`` (fairseq 0.12.3 sets ``args.tpu = True`` whenever
       ``--bf16`` is given, so the trainer looked for ``torch_xla`` on CPU and CUDA); an explicit
       ``--tpu`` keeps it on.
@@ -90,7 +93,8 @@ def checked_parse_args_and_arch(parse_args_and_arch):
     def wrapped(parser, input_args=None, *args, **kwargs):
         from fairseq.models import ARCH_CONFIG_REGISTRY
 
-        given = sys.argv[1:] if input_args is None else [str(x) for x in input_args]
+        given = take_trust_flags(sys.argv[1:] if input_args is None else [str(x) for x in input_args])
+        input_args = given
         arch = _given_arch(given)
         if arch is not None and arch not in ARCH_CONFIG_REGISTRY:
             parser.exit(2, f"{parser.prog}: error: {unknown_arch_message(arch, ARCH_CONFIG_REGISTRY)}\n")

@@ -16,10 +16,8 @@ NUM_SOURCES = 2
 def mean_row_norm(weight, padding_idx=None):
     """Mean L2 norm of the rows of ``weight`` (``(V, C)``), the padding row left out."""
     norms = weight.detach().float().norm(dim=1)  # (V,)
-    if padding_idx is not None:
-        keep = torch.ones_like(norms, dtype=torch.bool)
-        keep[padding_idx] = False
-        norms = norms[keep]
+    if padding_idx is not None:  # slices, not a mask: the same rows in order, and shapes known in advance
+        norms = torch.cat([norms[:padding_idx], norms[padding_idx + 1:]])
     return norms.mean()
 
 
