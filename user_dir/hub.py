@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from fairseq import hub_utils
+from omegaconf import open_dict
 
+from fairseq_ext.compat import model_file
+from fairseq_ext.compat.archives import extract_archive, extracted_folders_removed
 from fairseq_ext.compat.flags import data_dir_message
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
 from fairseq_ext.data.text_codec import CODEC_FILES
@@ -27,8 +30,6 @@ from .tasks.abstractive_summarization import AbstractiveSummarizationTask
 logger = logging.getLogger(__name__)
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
-BPE_CODECS = {"sentencepiece": ("sentencepiece", "sentencepiece_model"), "bert": ("wordpiece", "bpe_vocab_file")}
-"""fairseq ``--bpe`` settings stored in a checkpoint that name a codec file: bpe -> (kind, field)."""
 
 
 class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
@@ -36,28 +37,21 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
 
     Works for every model whose task is ``abstractive_summarization`` (or derives from it); the
     task applies the instruction prefix and the truncation. ``model_dir`` (given by
-    :func:`from_pretrained`) is one more place where the text codec is looked for.
+    :func:`from_pretrained`) is one more place where the text codec is looked for; the
+    checkpoint's own ``--bpe`` is never built (its file names are the saving run's).
     """
 
     def __init__(self, cfg, task, models, model_dir=None):
-        super().__init__(cfg, task, models)
         self.uses_data_codec = isinstance(task, AbstractiveSummarizationTask)
+        if self.uses_data_codec and cfg.get("bpe") is not None:
+            with open_dict(cfg):
+                cfg.bpe = None  # text goes through the data's codec, never a file the checkpoint names
+        super().__init__(cfg, task, models)
         if not self.uses_data_codec:
             return
-        extra = [(kind, os.path.join(model_dir, name)) for kind, name in CODEC_FILES] if model_dir else []
-        bpe = cfg.get("bpe") if hasattr(cfg, "get") else getattr(cfg, "bpe", None)
-        name = bpe.get("_name") if bpe is not None else None
-        if name in BPE_CODECS and bpe.get(BPE_CODECS[name][1]):  # the checkpoint's --bpe names a file
-            kind, field = BPE_CODECS[name]
-            extra.append((kind, bpe.get(field)))
-        task.extra_text_codecs.extend(extra)
-        try:
-            self.bpe = task.text_codec
-        except FileNotFoundError:
-            if name is None or name in BPE_CODECS:
-                raise  # nothing else to read text with: whitespace tokens would be mostly <unk>
-            self.uses_data_codec = False  # another fairseq --bpe of the checkpoint (e.g. gpt2)
-            logger.info(f"no data codec: text goes through the checkpoint's --bpe {name}")
+        if model_dir:
+            task.extra_text_codecs.extend((kind, os.path.join(model_dir, name)) for kind, name in CODEC_FILES)
+        self.bpe = task.text_codec
 
     def encode(self, sentence):
         """The task's codec of the data directory when there is one; else fairseq's own
@@ -155,31 +149,39 @@ def _check_generation_args(**values):
         raise ValueError(f"max_len_a must be >= 0, got {values['max_len_a']!r}")
 
 
-def from_pretrained(model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+def from_pretrained(model_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", trust=False, **kwargs):
     """Load ``model_dir/checkpoint_file`` with the dictionary and text codec of
     ``data_name_or_path`` and return a :class:`SummarizationHubInterface`.
 
-    As in fairseq, ``data_name_or_path`` is relative to ``model_dir`` when it starts with
-    ``.``, else to the working directory. The text codec is the data directory's ``vocab.txt``
-    or ``spm.model``, else its parent's, else ``model_dir``'s, else the file the checkpoint's
-    ``--bpe`` named; ``spm_model=PATH`` picks one. Extra keyword arguments override the
-    checkpoint's configuration (e.g. ``max_source_positions=4096``).
+    ``model_dir`` is a folder or a model archive (``.tar.gz``, extracted as data into a
+    temporary folder removed when the load ends). As in fairseq, ``data_name_or_path`` is
+    relative to ``model_dir`` when it starts with ``.``, else to the working directory. The
+    text codec is the data directory's ``vocab.txt`` or ``spm.model``, else its parent's, else
+    ``model_dir``'s; ``spm_model=PATH`` picks one. Extra keyword arguments override the
+    checkpoint's configuration (e.g. ``max_source_positions=4096``). ``trust=True`` lets the
+    named checkpoint select components this project has not reviewed (docs/security.md).
+    Decoding settings come from :meth:`~SummarizationHubInterface.summarize`, never the file.
     """
     kwargs.setdefault("user_dir", USER_DIR)
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"model directory not found: {model_dir}")
-    for name in checkpoint_file.split(os.pathsep):
-        if not os.path.isfile(os.path.join(model_dir, name)):
-            found = sorted(f for f in os.listdir(model_dir) if f.endswith(".pt"))
-            raise FileNotFoundError(f"checkpoint not found: {os.path.join(model_dir, name)} "
-                                    f"(checkpoints in {model_dir}: {found or 'none'})")
-    data = os.path.join(model_dir, data_name_or_path) if data_name_or_path.startswith(".") else data_name_or_path
-    if not os.path.isdir(data):
-        raise FileNotFoundError(f"data directory not found: {data} (data_name_or_path={data_name_or_path!r}; "
-                                "a path starting with '.' is relative to the model directory)")
-    if data_dir_message(data):
-        raise FileNotFoundError(data_dir_message(data))
-    loaded = hub_utils.from_pretrained(
-        model_dir, checkpoint_file=checkpoint_file, data_name_or_path=data_name_or_path, **kwargs
-    )
-    return SummarizationHubInterface(loaded["args"], loaded["task"], loaded["models"], model_dir=model_dir)
+    with extracted_folders_removed():
+        if os.path.isfile(model_dir):
+            model_dir = extract_archive(model_dir)
+        if not os.path.isdir(model_dir):
+            raise FileNotFoundError(f"model directory not found: {model_dir}")
+        for name in checkpoint_file.split(os.pathsep):
+            if not os.path.isfile(os.path.join(model_dir, name)):
+                found = sorted(f for f in os.listdir(model_dir) if f.endswith(".pt"))
+                raise FileNotFoundError(f"checkpoint not found: {os.path.join(model_dir, name)} "
+                                        f"(checkpoints in {model_dir}: {found or 'none'})")
+            if trust:
+                model_file.trust(os.path.join(model_dir, name))
+        data = os.path.join(model_dir, data_name_or_path) if data_name_or_path.startswith(".") else data_name_or_path
+        if not os.path.isdir(data):
+            raise FileNotFoundError(f"data directory not found: {data} (data_name_or_path={data_name_or_path!r}; "
+                                    "a path starting with '.' is relative to the model directory)")
+        if data_dir_message(data):
+            raise FileNotFoundError(data_dir_message(data))
+        loaded = hub_utils.from_pretrained(
+            model_dir, checkpoint_file=checkpoint_file, data_name_or_path=data_name_or_path, **kwargs
+        )
+        return SummarizationHubInterface(loaded["args"], loaded["task"], loaded["models"], model_dir=model_dir)

@@ -1,18 +1,40 @@
 """Model archives extracted as data: each member a regular file or a directory with a relative
 name that stays inside the destination, or the archive is refused (symlinks, hard links,
-devices, FIFOs, absolute names, ``..``, a URL) before anything is written; then Python's
-``filter="data"`` extracts, and the archive is kept. :func:`safe_archive_loading` and
-:func:`local_files_only` replace fairseq's ``load_archive_file`` and ``cached_path``: nothing
-is fetched while loading.
+devices, FIFOs, sparse members, absolute names, ``..``, a URL, more bytes than
+:data:`MAX_ARCHIVE_BYTES` or :data:`MAX_EXPANSION` times the archive) before anything is
+written; then each file is copied counting the bytes it really holds, and the archive is kept.
+Folders extracted while loading are removed when the load ends (:func:`extracted_folders_removed`,
+around ``user_dir.from_pretrained``), or at exit.
+:func:`safe_archive_loading` and :func:`local_files_only` replace fairseq's
+``load_archive_file`` and ``cached_path``: nothing is fetched while loading.
 """
 
+import atexit
+import contextlib
 import functools
+import logging
 import os
+import shutil
 import tarfile
 import tempfile
 from pathlib import PurePosixPath
 
 from .config_schema import is_remote
+
+logger = logging.getLogger(__name__)
+
+#: The most bytes an archive may extract to (BART-large with its dictionary is 1.9 GB).
+MAX_ARCHIVE_BYTES = 16 << 30
+
+#: The most an archive may expand: weights compress little (measured about 1.1x), dictionaries
+#: about 4x; a member that grows more is a bomb, not a model.
+MAX_EXPANSION = 20
+
+#: Below this, an archive may expand as much as it likes (small text files compress well).
+SMALL_ARCHIVE_BYTES = 1 << 20
+
+_CHUNK = 1 << 20
+_extracted = []  # folders extracted during the current load (extracted_folders_removed)
 
 
 class UnsafeArchiveError(ValueError):
@@ -28,6 +50,8 @@ def member_problem(member):
         return f"a {kind}{target}; an archive holds regular files and folders only"
     if "\x00" in name or "\\" in name:
         return "a name with a NUL or a backslash"
+    if member.issparse():
+        return "a sparse member (its header size is not the bytes it holds)"
     path = PurePosixPath(name)
     if path.is_absolute() or (path.parts and ":" in path.parts[0]):
         return "an absolute name"
@@ -47,7 +71,26 @@ def check_archive(path):
     if bad:
         listed = "; ".join(f"{name!r}: {why}" for name, why in bad[:5])
         raise UnsafeArchiveError(f"refusing to extract {path}: {listed}")
+    names = [PurePosixPath(m.name).parts for m in members]
+    if len(set(names)) != len(names):
+        raise UnsafeArchiveError(f"refusing to extract {path}: a member name appears twice")
+    declared = sum(m.size for m in members if m.isfile())
+    limit = byte_limit(path)
+    if declared > limit:
+        raise UnsafeArchiveError(f"refusing to extract {path}: its members declare {declared} bytes, more than "
+                                 f"{limit} ({_limit_reason(path)})")
     return members
+
+
+def byte_limit(path):
+    """The most bytes the archive ``path`` may extract to."""
+    size = os.path.getsize(path)
+    return min(MAX_ARCHIVE_BYTES, max(SMALL_ARCHIVE_BYTES, MAX_EXPANSION * size))
+
+
+def _limit_reason(path):
+    return (f"at most {MAX_EXPANSION} times the archive's {os.path.getsize(path)} bytes, "
+            f"and at most {MAX_ARCHIVE_BYTES} in all")
 
 
 def extract_archive(path, destination=None):
@@ -55,15 +98,64 @@ def extract_archive(path, destination=None):
     default) after :func:`check_archive`; returns the folder that holds the model: the
     archive's one top folder if it has one (as fairseq does), else ``destination``."""
     members = check_archive(path)
+    made = destination is None
     destination = destination or tempfile.mkdtemp(prefix="fairseq_ext_archive_")
-    with tarfile.open(path) as archive:
-        archive.extractall(destination, members=members, filter="data")
+    if made:
+        _extracted.append(destination)
+    try:
+        _copy_members(path, members, destination)
+    except BaseException:
+        if made:
+            shutil.rmtree(destination, ignore_errors=True)
+        raise
     tops = {PurePosixPath(m.name).parts[0] for m in members if PurePosixPath(m.name).parts}
     if len(tops) == 1:
         top = os.path.join(destination, tops.pop())
         if os.path.isdir(top):
             return top
     return destination
+
+
+def _copy_members(path, members, destination):
+    """Write each checked member under ``destination``, counting the bytes the archive really
+    yields: past :func:`byte_limit` (or a member longer than its header) the extraction stops."""
+    limit, written = byte_limit(path), 0
+    with tarfile.open(path) as archive:
+        for member in members:
+            target = os.path.join(destination, *PurePosixPath(member.name).parts)
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            source = archive.extractfile(member)
+            with open(target, "xb") as out:
+                while chunk := source.read(_CHUNK):
+                    written += len(chunk)
+                    if written > limit:
+                        raise UnsafeArchiveError(f"refusing to extract {path}: it yields more than {limit} "
+                                                 f"bytes ({_limit_reason(path)}), at {member.name!r}")
+                    out.write(chunk)
+
+
+@contextlib.contextmanager
+def extracted_folders_removed():
+    """Remove, when the block ends, every folder an archive was extracted to inside it."""
+    start = len(_extracted)
+    try:
+        yield
+    finally:
+        while len(_extracted) > start:
+            folder = _extracted.pop()
+            shutil.rmtree(folder, ignore_errors=True)
+            logger.info(f"removed the extracted archive folder {folder}")
+
+
+@atexit.register
+def _remove_left_folders():
+    """Folders extracted outside :func:`extracted_folders_removed` (fairseq's own
+    ``Model.from_pretrained``, whose hub reads the codec after the load) go at exit."""
+    for folder in _extracted:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def safe_archive_loading(load_archive_file):

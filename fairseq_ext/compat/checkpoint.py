@@ -20,9 +20,9 @@ import re
 
 import torch
 
-from .errors import CheckpointError, CorruptCheckpointError, ModelFileRefused, UntrustedCheckpointError
-from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
 from . import model_file
+from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
+from .errors import CheckpointError, CorruptCheckpointError, ModelFileRefused, UntrustedCheckpointError
 from .renamed_flags import add_new_fields, upgrade_checkpoint_config
 
 logger = logging.getLogger(__name__)

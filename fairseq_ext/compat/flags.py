@@ -9,6 +9,7 @@ import os
 import sys
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass, interpret_dc_type
+
 from .model_file import take_trust_flags
 
 

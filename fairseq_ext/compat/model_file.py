@@ -52,7 +52,9 @@ REVIEWED = {
         "fairseq.criterions.label_smoothed_cross_entropy.LabelSmoothedCrossEntropyCriterion",
         "fairseq.criterions.cross_entropy.CrossEntropyCriterion",
     ),
-    "optimizer": ("fairseq.optim.adam.FairseqAdam", "fairseq.optim.sgd.SGD", "fairseq.optim.adafactor.FairseqAdafactor"),
+    "optimizer": (
+        "fairseq.optim.adam.FairseqAdam", "fairseq.optim.sgd.SGD", "fairseq.optim.adafactor.FairseqAdafactor",
+    ),
     "lr_scheduler": (
         "fairseq.optim.lr_scheduler.polynomial_decay_schedule.PolynomialDecayLRSchedule",
         "fairseq.optim.lr_scheduler.inverse_square_root_schedule.InverseSquareRootSchedule",
@@ -166,7 +168,8 @@ def is_reviewed(group, name):
     if cls is None:
         return False
     qualified = f"{cls.__module__}.{cls.__qualname__}"
-    return cls.__module__.split(".")[0] in PROJECT_PACKAGES or qualified in REVIEWED["model" if group == "arch" else group]
+    own = cls.__module__.split(".")[0] in PROJECT_PACKAGES
+    return own or qualified in REVIEWED["model" if group == "arch" else group]
 
 
 def selected_components(state):
@@ -223,7 +226,8 @@ def describe_only(state, path):
         for group in RUN_TIME_GROUPS:
             node = cfg.get(group)
             if isinstance(node, dict):
-                changed += [f"cfg.{group}.{k}" for k, v in node.items() if k in defaults[group] and v != defaults[group][k]]
+                saved = defaults[group]
+                changed += [f"cfg.{group}.{k}" for k, v in node.items() if k in saved and v != saved[k]]
                 cfg[group] = dict(defaults[group])
         for group in COMPONENT_GROUPS:
             node = cfg.get(group)
@@ -234,9 +238,8 @@ def describe_only(state, path):
     if changed and os.path.realpath(path) not in _told:
         _told.add(os.path.realpath(path))
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
-        decoding = [c for c in changed if ".generation." in c or c.startswith("args.") and c[5:] in _generation_fields()]
-        log = logger.warning if decoding or any(c.rpartition(".")[2] in ENVIRONMENT_FIELDS for c in changed) \
-            else logger.info
+        loud = [c for c in changed if ".generation." in c or c.startswith("args.") and c[5:] in _generation_fields()]
+        log = logger.warning if loud else logger.info
         log(f"{path}: {len(changed)} setting(s) of the run that saved it are not taken from the file "
             f"(the caller's or the defaults apply): {shown}")
 

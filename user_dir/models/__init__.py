@@ -1,8 +1,15 @@
-"""Models and their named architectures (one module per model family)."""
+"""Models and their named architectures (one module per model family).
 
-import importlib
-import os
+The modules are named, not found by listing the folder: a file that lands here (from an
+archive, a copy, a stray edit) is never imported by the plugin.
+"""
 
-for _file in sorted(os.listdir(os.path.dirname(__file__))):
-    if _file.endswith(".py") and not _file.startswith("_"):
-        importlib.import_module(f"{__name__}.{_file[:-3]}")
+# registration side effects
+from . import (  # noqa: F401
+    bart_ls,
+    bart_summ,
+    prophetnet,
+    s2s_ft,
+    transformer_sm,
+    zcodepp,
+)
