@@ -127,7 +127,7 @@ if [[ ! -f "${BEST}" ]]; then
     exit 1
 fi
 # shellcheck disable=SC2016
-updates="$(python -c 'import sys; from fairseq_ext.compat.checkpoint import safe_load
+updates="$(python -c 'import sys; import user_dir; from fairseq_ext.compat.checkpoint import safe_load
 print(safe_load(sys.argv[1])["optimizer_history"][-1]["num_updates"])' "${BEST}")"
 echo "   model: ${BEST}, saved by this run at update ${updates}"
 # a time budget that ended training changes the model: said in the results, not only in the log

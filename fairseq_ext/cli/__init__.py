@@ -17,3 +17,12 @@
 Each parses its arguments and calls the library; the data preparation commands are
 ``python -m preprocess.prepare`` and ``python -m preprocess.prepare_wordpiece``.
 """
+
+
+def register_plugin():
+    """Register the plugin's names (the tasks and models its checkpoints select) without its
+    fixes: the converter and export programs read the plugin's checkpoints."""
+    from ..compat import fixes
+
+    with fixes.unchanged():
+        import user_dir  # noqa: F401

@@ -11,6 +11,7 @@ import sys
 
 from ..compat.checkpoint import CheckpointError
 from ..convert.validate import ConversionError
+from . import register_plugin
 
 #: family -> what it converts (the order of ``--help``)
 FAMILIES = {
@@ -43,8 +44,13 @@ def get_parser():
 def main(argv=None):
     """Parse ``argv`` and convert; returns the path of the written ``model.pt``."""
     args = get_parser().parse_args(argv)
+    register_plugin()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
-    return args.convert(args)
+    try:
+        return args.convert(args)
+    except KeyError as err:  # a weight the configured model needs and the file lacks
+        raise ConversionError(f"the weights lack {err.args[0]!r}, which the model that config.json describes "
+                              "needs: the configuration does not describe these weights") from None
 
 
 def run(argv=None):

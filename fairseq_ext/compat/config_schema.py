@@ -28,7 +28,6 @@ import dataclasses
 import enum
 import functools
 import re
-import sys
 import typing
 
 #: The longest text a configuration value may hold (file lists and JSON options fit easily).
@@ -50,6 +49,7 @@ NAME_FIELDS = {
 REGISTRY_GROUPS = ("model", "task", "criterion", "optimizer", "lr_scheduler", "bpe", "tokenizer", "scoring")
 
 _INTERPOLATION = "${"
+_PLUGIN_HINT = "; the plugin's are registered by importing user_dir"
 _REMOTE = re.compile(r"://|^\s*(//|\\\\)")
 #: AST nodes an inert text may parse to (literals, names, operators, subscripts, attributes).
 _INERT_NODES = (
@@ -179,7 +179,7 @@ def _check_cfg(cfg, where, problems):
             name = node.get("_name")
             kind = "model" if group == "model" else group
             if name is not None and not _registered(kind, name):
-                problems.append(f"{at}._name = {_preview(name)} (no {group} of that name is registered)")
+                problems.append(f"{at}._name = {_preview(name)} (no {group} of that name is registered{_PLUGIN_HINT})")
                 continue
             types = _component_types(kind, name)
             arch = node.get("arch")
@@ -209,7 +209,7 @@ def _check_flat(namespace, where, problems, number_text=False):
         if name is None:
             continue
         if not isinstance(name, str) or not _registered(kind, name):
-            problems.append(f"{where}.{key} = {_preview(name)} (no {kind} of that name is registered)")
+            problems.append(f"{where}.{key} = {_preview(name)} (no {kind} of that name is registered{_PLUGIN_HINT})")
             continue
         kind = "model" if kind == "arch" else kind
         _merge(types, _component_types(kind, name))
@@ -316,8 +316,9 @@ def _preview(value, limit=80):
 
 # ------------------------------------------------------------------ registries
 def _ensure_registered():
-    """fairseq's components are registered on import; the plugin's by importing ``user_dir``
-    (under :func:`.fixes.unchanged`, so a converter gains its names but none of its fixes)."""
+    """fairseq's components are registered on import; the plugin's when ``user_dir`` is imported
+    (by ``--user-dir``, the hub, and the converter and export programs): the library never
+    imports the plugin."""
     import fairseq.criterions  # noqa: F401
     import fairseq.models  # noqa: F401
     import fairseq.optim  # noqa: F401
@@ -325,12 +326,6 @@ def _ensure_registered():
     import fairseq.scoring  # noqa: F401
     import fairseq.tasks  # noqa: F401
     from fairseq.data import encoders  # noqa: F401
-
-    if "user_dir" not in sys.modules:
-        from . import fixes
-
-        with fixes.unchanged():
-            import user_dir  # noqa: F401
 
 
 def _registry(kind):

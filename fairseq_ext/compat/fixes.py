@@ -13,6 +13,8 @@ import argparse
 import contextlib
 import functools
 import importlib
+import os
+import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -129,6 +131,42 @@ class AllowlistFix(Fix):
         _set_allowlist([g for g in torch.serialization.get_safe_globals() if g not in self.types])
 
 
+@dataclass(frozen=True)
+class OfflineFix(Fix):
+    """Sets ``variables`` to ``"1"`` in the environment (and in ``huggingface_hub``'s constants,
+    read once when it is imported); undo restores what was there."""
+
+    variables: tuple = ()
+
+    def is_applied(self):
+        return all(os.environ.get(v) == "1" for v in self.variables)
+
+    def apply(self):
+        if not self.is_applied():
+            _OFFLINE_SAVED.update({v: os.environ.get(v) for v in self.variables})
+        for variable in self.variables:
+            os.environ[variable] = "1"
+        _hub_constants(True)
+
+    def undo(self):
+        for variable, value in _OFFLINE_SAVED.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+        _OFFLINE_SAVED.clear()
+        _hub_constants(os.environ.get("HF_HUB_OFFLINE") == "1")
+
+
+_OFFLINE_SAVED = {}
+
+
+def _hub_constants(offline):
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = offline
+
+
 def _set_allowlist(entries):
     torch.serialization.clear_safe_globals()
     torch.serialization.add_safe_globals(list(entries))
@@ -144,6 +182,13 @@ FIXES = (
             "checkpoint; it is data, allowlisted (fairseq_ext.compat.checkpoint.FAIRSEQ_CHECKPOINT_GLOBALS)",
         types=(argparse.Namespace,),
         fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
+    ),
+    OfflineFix(
+        "third_party_loaders_offline",
+        fixes="a checkpoint's --bpe bert without a vocabulary file made the hub ask a model hub over the "
+              "network (transformers' BertTokenizer.from_pretrained), outside fairseq's cached_path",
+        why="fairseq's BertBPE, and other encoders, call third-party loaders that fetch by default",
+        variables=("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"),
     ),
     Fix(
         "safe_checkpoint_loading",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compat.checkpoint import CorruptCheckpointError, safe_load
+from ..compat.model_file import check_declared_sizes
 from .validate import Config, ConversionError, check_hf_types
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ def read_hf_dir(directory):
     state = safe_load(weights)
     if not isinstance(state, dict):
         raise CorruptCheckpointError(f"{weights} holds a {type(state).__name__}, not a state dict")
+    check_declared_sizes(fields, state, weights, where=CONFIG_FILE)  # before any model is built from it
     return HFCheckpoint(directory, Config(fields, config_path), state, weights)
 
 
