@@ -80,6 +80,26 @@ def convert_state_dict(state, *, padding_idx, dict_size, max_source_positions, n
     return out
 
 
+def check_options_against_weights(bart, weights):
+    """The sizes BART's options declare (copied into the BART-LS checkpoint) are the weights':
+    layer counts, widths and feed-forward sizes, each refused naming the option."""
+    for side in ("encoder", "decoder"):
+        found = {name.split(".")[2] for name in weights if name.startswith(f"{side}.layers.")}
+        declared = {
+            f"{side}_layers": len(found),
+            f"{side}_embed_dim": _dim(weights, f"{side}.embed_tokens.weight", 1),
+            f"{side}_ffn_embed_dim": _dim(weights, f"{side}.layers.0.fc1.weight", 0),
+        }
+        for option, size in declared.items():
+            if size is not None and bart.get(option) is not None and bart[option] != size:
+                validate.refuse(bart, option, bart[option], f"the weights have {size}")
+
+
+def _dim(weights, name, axis):
+    tensor = weights.get(name)
+    return tuple(tensor.shape)[axis] if tensor is not None and tensor.dim() > axis else None
+
+
 def convert_checkpoint(bart_path, dict_path, out_dir, arch, num_sentinels, seed=0, **long_options):
     """Read the fairseq BART checkpoint ``bart_path``, write the BART-LS model into ``out_dir``
     (:mod:`fairseq_ext.convert.write`); ``long_options`` override :data:`LONG_OPTIONS`.
@@ -90,6 +110,7 @@ def convert_checkpoint(bart_path, dict_path, out_dir, arch, num_sentinels, seed=
     options = {**LONG_OPTIONS, **long_options}
     state = read_fairseq_checkpoint(bart_path)
     bart = fairseq_model_config(state, bart_path)
+    check_options_against_weights(bart, state["model"])
     layers, dim, heads = (validate.value(bart, name)
                           for name in ("encoder_layers", "encoder_embed_dim", "encoder_attention_heads"))
     try:

@@ -77,6 +77,8 @@ def read_fairseq_checkpoint(path):
     state = safe_load(path)
     if not isinstance(state, dict) or "model" not in state or not {"cfg", "args"} & set(state):
         raise CorruptCheckpointError(f"{path} is not a fairseq checkpoint (no model with a cfg or args)")
+    model = state["cfg"].get("model") if state.get("cfg") is not None else state.get("args")
+    check_declared_sizes(model, state["model"], path, where="cfg.model" if state.get("cfg") is not None else "args")
     return state
 
 

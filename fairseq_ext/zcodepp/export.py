@@ -11,6 +11,7 @@ import torch
 from omegaconf import OmegaConf
 
 from fairseq_ext.compat import checkpoint as safe_checkpoint
+from fairseq_ext.compat import model_file
 
 from .gdes import fold_gdes_state_dict
 
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 def export(source, destination):
     """Fold ``source`` into ``destination``; returns the exported state."""
     state = safe_checkpoint.load_checkpoint_to_cpu(str(source))
+    model_file.check_declared_sizes(state["cfg"]["model"], state["model"], source)
     if not fold_gdes_state_dict(state["model"]):
         raise ValueError(f"{source} has no GDES delta: it is not a phase-one (--generator-layers) checkpoint")
     model_cfg = state["cfg"]["model"]
