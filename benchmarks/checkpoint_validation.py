@@ -1,17 +1,21 @@
-"""The cost of validating a checkpoint's configuration (fairseq_ext/compat/config_schema.py) when fairseq
-loads a base-size checkpoint.
+"""The cost of checking a model file (fairseq_ext/compat/config_schema.py, fairseq_ext/compat/model_file.py)
+when fairseq loads a base-size checkpoint.
 
 Builds a BART-base-size model of the plugin (``bart_summ`` layout, fairseq's ``bart_base``
 sizes: 6+6 layers, 768 wide, a 50,265-row vocabulary, random weights), saves it as
 fairseq-train does (the whole ``cfg`` of every group, ``cfg.model`` the flat Namespace of
-flags), then times ``checkpoint_utils.load_checkpoint_to_cpu`` (the plugin's loader, the funnel
-of every load path) with the validator and with it switched off, interleaved, ``--repeats``
-times each, in process CPU time; and the validator alone on the state.
+flags), then times, interleaved, ``--repeats`` times each, in process CPU time:
+``checkpoint_utils.load_checkpoint_to_cpu`` (the plugin's loader, the funnel of every load path)
+with every check, without the configuration validator, and without the model-file checks
+(tensors, components, training state, describe-only); the validator alone on the state; and
+``load_model_ensemble`` (what fairseq-generate does: read, build, load the weights) with and
+without the size checks (declared sizes, the ``meta``-device build and shape comparison).
 
     python -m benchmarks.checkpoint_validation --repeats 7
 """
 
 import argparse
+import contextlib
 import enum
 import statistics
 import tempfile
@@ -26,7 +30,7 @@ from fairseq.models.bart import BARTModel, bart_base_architecture
 from omegaconf import OmegaConf
 
 import user_dir  # noqa: F401  (registers the plugin, installs its loader)
-from fairseq_ext.compat import checkpoint
+from fairseq_ext.compat import checkpoint, model_file
 from fairseq_ext.compat.config_schema import validate_checkpoint_config
 
 VOCAB = 50265
@@ -37,11 +41,16 @@ class _Task:
         self.source_dictionary = self.target_dictionary = dictionary
 
 
-def base_checkpoint(path):
-    """Save a base-size plugin BART checkpoint with a full fairseq-train configuration."""
+def _dictionary():
     dictionary = Dictionary()
     for i in range(VOCAB - len(dictionary)):
         dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+def base_checkpoint(path):
+    """Save a base-size plugin BART checkpoint with a full fairseq-train configuration."""
+    dictionary = _dictionary()
     args = argparse.Namespace(arch="bart_base", _name="bart_base", task="abstractive_summarization",
                               criterion="label_smoothed_cross_entropy", optimizer="adam", lr=[3e-5],
                               max_source_positions=1024, max_target_positions=1024, data="data/bin")
@@ -81,6 +90,28 @@ def _cpu(fn):
     return time.process_time() - start
 
 
+@contextlib.contextmanager
+def switched_off(module, *names):
+    """``module``'s functions ``names`` do nothing inside the block."""
+    saved = {name: getattr(module, name) for name in names}
+    try:
+        for name in names:
+            setattr(module, name, lambda *args, **kwargs: None)
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(module, name, function)
+
+
+MODEL_FILE_CHECKS = ("check_tensors", "check_components", "check_training_state", "describe_only")
+SIZE_CHECKS = ("check_declared_sizes", "check_model_shapes")
+
+
+def model_file_checks(state, path):
+    for name in MODEL_FILE_CHECKS:
+        getattr(model_file, name)(state, path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -89,28 +120,45 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "checkpoint_base.pt")
         params = base_checkpoint(path)
+        for side in ("source", "target"):
+            _dictionary().save(str(Path(tmp) / f"dict.{side}.txt"))
+        overrides = {"data": tmp}
         state = checkpoint_utils.load_checkpoint_to_cpu(path)  # warm-up: registries, caches, page cache
+        checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides)
         raw = torch.load(path, weights_only=False)
-        on, off, alone = [], [], []
-        real = checkpoint.validate_checkpoint_config
+        checked = torch.load(path, weights_only=False)  # describe_only sets its run-time groups back
+        keys = ("all", "no validator", "no model-file checks", "alone", "checks alone", "build", "build unchecked")
+        times = {key: [] for key in keys}
+        load = lambda: checkpoint_utils.load_checkpoint_to_cpu(path)  # noqa: E731
+        build = lambda: checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides)  # noqa: E731
         for _ in range(args.repeats):
-            on.append(_cpu(lambda: checkpoint_utils.load_checkpoint_to_cpu(path)))
-            checkpoint.validate_checkpoint_config = lambda state, source: None
-            try:
-                off.append(_cpu(lambda: checkpoint_utils.load_checkpoint_to_cpu(path)))
-            finally:
-                checkpoint.validate_checkpoint_config = real
-            alone.append(_cpu(lambda: validate_checkpoint_config(raw, path)))
+            times["all"].append(_cpu(load))
+            with switched_off(checkpoint, "validate_checkpoint_config"):
+                times["no validator"].append(_cpu(load))
+            with switched_off(model_file, *MODEL_FILE_CHECKS):
+                times["no model-file checks"].append(_cpu(load))
+            times["alone"].append(_cpu(lambda: validate_checkpoint_config(raw, path)))
+            times["checks alone"].append(_cpu(lambda: model_file_checks(checked, path)))
+            times["build"].append(_cpu(build))
+            with switched_off(model_file, *SIZE_CHECKS):
+                times["build unchecked"].append(_cpu(build))
         del state
-    med_on, med_off, med_alone = (statistics.median(x) for x in (on, off, alone))
+    med = {key: statistics.median(values) for key, values in times.items()}
     print(f"base-size checkpoint: {params / 1e6:.1f}M parameters, {args.repeats} interleaved repeats, "
           "process CPU time, 1 thread")
-    print("| load | median s | min s | ratio to no validation |")
+    print("| load | median s | min s | ratio to all checks |")
     print("|---|---|---|---|")
-    print(f"| without the validator | {med_off:.3f} | {min(off):.3f} | 1.00 |")
-    print(f"| with the validator | {med_on:.3f} | {min(on):.3f} | {med_on / med_off:.3f} |")
-    print(f"| the validator alone | {med_alone * 1000:.1f} ms | {min(alone) * 1000:.1f} ms | "
-          f"{med_alone / med_off:.4f} of a load |")
+    for key, label in (("all", "load_checkpoint_to_cpu, every check"),
+                       ("no validator", "without the configuration validator"),
+                       ("no model-file checks", "without the model-file checks")):
+        print(f"| {label} | {med[key]:.3f} | {min(times[key]):.3f} | {med[key] / med['all']:.3f} |")
+    print(f"| the validator alone | {med['alone'] * 1000:.1f} ms | {min(times['alone']) * 1000:.1f} ms | "
+          f"{med['alone'] / med['all']:.4f} of a load |")
+    print(f"| the model-file checks alone | {med['checks alone'] * 1000:.1f} ms | "
+          f"{min(times['checks alone']) * 1000:.1f} ms | {med['checks alone'] / med['all']:.4f} of a load |")
+    print(f"| load_model_ensemble, every check | {med['build']:.3f} | {min(times['build']):.3f} | 1.00 |")
+    print(f"| load_model_ensemble without the size checks | {med['build unchecked']:.3f} | "
+          f"{min(times['build unchecked']):.3f} | {med['build unchecked'] / med['build']:.3f} |")
 
 
 if __name__ == "__main__":

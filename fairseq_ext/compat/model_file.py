@@ -237,6 +237,7 @@ def describe_only(state, path):
         changed += _describe_only_flat(args)
     if changed and os.path.realpath(path) not in _told:
         _told.add(os.path.realpath(path))
+        changed.sort(key=lambda c: ".generation." not in c)  # decoding settings first: they change output
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
         loud = [c for c in changed if ".generation." in c or c.startswith("args.") and c[5:] in _generation_fields()]
         log = logger.warning if loud else logger.info
