@@ -486,14 +486,16 @@ def check_stop_time(load_checkpoint):
 # ------------------------------------------------------------------ sizes
 def check_declared_sizes(model_cfg, tensors, path, where="cfg.model"):
     """Before anything is built: every whole number the configuration declares is backed by
-    the file (at most its largest tensor dimension, or :data:`SIZE_WITHOUT_TENSOR`), and no
-    layer count exceeds the number of tensors."""
+    the file (at most its largest tensor dimension, or :data:`SIZE_WITHOUT_TENSOR`), no
+    layer count exceeds the number of tensors, and every real number is finite."""
     values = vars(model_cfg) if isinstance(model_cfg, argparse.Namespace) else model_cfg
     if not hasattr(values, "items"):
         return
     shapes = [tuple(t.shape) for t in tensors.values() if isinstance(t, torch.Tensor)]
     largest = max([d for shape in shapes for d in shape] or [0])
     for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            refuse(path, f"{where}.{key} = {value}: a model is described by finite numbers")
         if isinstance(value, bool) or not isinstance(value, int):
             continue
         if LAYER_COUNT.search(str(key)) and value > len(shapes):
@@ -506,12 +508,22 @@ def check_declared_sizes(model_cfg, tensors, path, where="cfg.model"):
 def check_model_shapes(build, model_cfg, model_state, path, strict=True):
     """Build the model on the ``meta`` device (``build(model_cfg)``: no memory spent), put the
     file's state through the model's own upgrade, and refuse any parameter whose shape
-    differs, or (``strict``) that one side lacks, naming the configuration field that set it."""
-    with MetaBuild():
-        model = build(model_cfg)
+    differs, or (``strict``) that one side lacks, naming the configuration field that set it; a
+    description the model's code cannot build, or tensors its upgrade cannot read, are refused
+    as such (one line, whatever the model's code raised)."""
+    try:
+        with MetaBuild():
+            model = build(model_cfg)
+    except Exception as err:  # noqa: BLE001  (whatever the description makes the model's code raise)
+        refuse(path, f"the model it describes cannot be built ({type(err).__name__}: {err}): the configuration "
+                     "does not describe a model")
     state = dict(model_state)
     if hasattr(model, "upgrade_state_dict"):
-        model.upgrade_state_dict(state)
+        try:
+            model.upgrade_state_dict(state)
+        except Exception as err:  # noqa: BLE001
+            refuse(path, f"the model's own upgrade cannot read the file's tensors ({type(err).__name__}: {err}): "
+                         "they are not this model's")
     expected = model.state_dict()
     for name, tensor in expected.items():
         found = state.get(name)

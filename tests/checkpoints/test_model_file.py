@@ -119,6 +119,11 @@ def test_saved_decoding_settings_do_not_change_the_hub_s_summaries(good_state, t
     (hostile.huge_declared_ffn, "cfg.model.encoder_ffn_embed_dim = 1000000000"),
     (hostile.ffn_unlike_the_weights, "set by cfg.model.encoder_ffn_embed_dim = 60000"),
     (hostile.thousands_of_layers, "layers, but the file holds"),
+    # variants no test above names: a size the model's code divides by, a number that is not
+    # one, a tensor the model's own upgrade indexes
+    (lambda s, w: hostile._cfg(s, "model", encoder_attention_heads=0), "cannot be built (ZeroDivisionError"),
+    (lambda s, w: hostile._cfg(s, "model", dropout=float("nan")), "cfg.model.dropout = nan"),
+    (lambda s, w: {**s, "model": {**s["model"], "encoder.version": torch.tensor(2.0)}}, "upgrade cannot read"),
 ])
 def test_sizes_are_compared_with_the_tensors_before_memory_is_spent(maker, field, good_state, tmp_path, aclsum_bin):
     path = save(maker(good_state, tmp_path), tmp_path / "sizes.pt")
