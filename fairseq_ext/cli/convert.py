@@ -51,6 +51,12 @@ def main(argv=None):
     except KeyError as err:  # a weight the configured model needs and the file lacks
         raise ConversionError(f"the weights lack {err.args[0]!r}, which the model that config.json describes "
                               "needs: the configuration does not describe these weights") from None
+    except (ArithmeticError, ValueError, IndexError, TypeError, RuntimeError) as err:
+        if isinstance(err, USER_ERRORS):
+            raise
+        source = getattr(args, "hf_dir", None) or getattr(args, "bart", None)
+        raise ConversionError(f"{source}: the model its configuration describes cannot be built or filled "
+                              f"({type(err).__name__}: {err})") from None
 
 
 def run(argv=None):

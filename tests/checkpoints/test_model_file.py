@@ -204,6 +204,27 @@ def test_a_converter_s_config_json_larger_than_its_weights_is_one_line(tmp_path)
     assert not (tmp_path / "out" / "model.pt").exists()
 
 
+@pytest.mark.parametrize("heads", [0, 3])
+def test_a_converter_s_config_json_its_model_cannot_be_built_from_is_one_line(heads, tmp_path, capsys):
+    """A head count the width does not divide (or zero): the model's own code raises; the
+    converter says so in one line naming the folder."""
+    from transformers import BertConfig, BertModel
+
+    from fairseq_ext.cli.convert import run
+
+    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    torch.save(BertModel(config).state_dict(), hf / "pytorch_model.bin")
+    (hf / "config.json").write_text(json.dumps({**config.to_dict(), "num_attention_heads": heads}))
+    (tmp_path / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(20)))
+    flags = ["--hf-dir", str(hf), "--dict", str(tmp_path / "dict.txt"), "--out", str(tmp_path / "out")]
+    assert run(["s2s_ft", *flags]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and str(hf) in error and "cannot be built" in error
+
+
 def test_a_file_dropped_into_the_plugin_s_folders_is_never_imported():
     source = Path(user_dir.__file__).parent / "models" / "__init__.py"
     assert "listdir" not in source.read_text()
