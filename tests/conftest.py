@@ -1,4 +1,8 @@
-"""Fixtures shared by every test directory (``tests/<family>/``, ``tests/common/`` ...).
+"""Fixtures shared by every test directory. The folders mirror the packages: ``tests/<family>/``,
+``tests/compat/``, ``tests/decoding/``, ``tests/modules/``, ``tests/noising/``, ``tests/convert/``,
+``tests/data/``, ``tests/scoring/``, ``tests/training/``; ``tests/plugin/`` holds what the
+plugin as a whole promises (its registry, every family's surfaces, the foundation run),
+``tests/demo/`` and ``tests/docs/`` the main job and the documentation's commands.
 
 * ``aclsum_bin``: the first 8 documents of each ACLSum split, prepared once a session
   (``python -m preprocess.prepare``, sentencepiece 500), for the tests that train on real text;
@@ -8,16 +12,17 @@
 Session fixtures are built once per pytest process (once per worker under ``-n 2``); tests must
 not change them (copy a file before writing beside it).
 
-Helper modules the tests import live in this directory: ``harness`` (preprocess -> train ->
+Helper modules the tests import live in ``tests/helpers/``: ``harness`` (preprocess -> train ->
 generate in-process), ``parity`` (perturbed weights, beam reorders), ``crafted`` (hostile
 checkpoints), ``toys`` (the one toy dictionary, ``toy_dictionary(words, *symbols)``, which model
 builders outside fixtures call too, and a bad SQuAD file), ``prophetnet_oracle`` /
 ``deberta_oracle`` (random-init HF models and the builders their parity and converter tests
-share), ``s2s_ft_models`` (the toy s2s-ft model); ``record_saves.py`` is a script.
-pyproject's ``pythonpath`` puts this directory on ``sys.path``; test files are imported with
+share), ``s2s_ft_models`` (the toy s2s-ft model), ``hostile`` (hostile model files),
+``activation_checkpointing``; ``record_saves.py`` and ``audit_run.py`` are scripts.
+pyproject's ``pythonpath`` puts that folder on ``sys.path``; test files are imported with
 ``--import-mode=importlib``, so a new ``tests/<family>/test_x.py`` needs no ``__init__.py`` and
-two directories may hold files of the same name. Import shared helpers from a helper module
-here, never from another test file.
+two directories may hold files of the same name. Import shared helpers from a helper module,
+never from another test file.
 """
 
 import os

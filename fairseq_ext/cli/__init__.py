@@ -1,8 +1,7 @@
 """The command-line programs of the library, one module each: ``python -m fairseq_ext.cli.NAME``.
 
 ==================  ===================================================================
-``convert``          released weights -> a checkpoint of the plugin (also
-                     ``python -m fairseq_ext.convert``)
+``convert``          released weights -> a checkpoint of the plugin
 ``files2rouge``      ROUGE of two files (the ``files2rouge`` command)
 ``lead``             the LEAD-n baseline
 ``fluency``          back-to-back repeats and repeated bigrams of summary files

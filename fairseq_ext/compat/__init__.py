@@ -12,7 +12,7 @@
 ==================  ==========================================================================
 
 An upgrade of fairseq or torch looks here and nowhere else: rerun
-``tests/training/test_fairseq_fixes.py`` and ``tests/training/test_distributed_fixes.py``
+``tests/compat/test_fairseq_fixes.py`` and ``tests/compat/test_distributed_fixes.py``
 (each fix against fairseq's own function), drop the rows whose bug is gone, and check the
 ``target`` of the rest (``FIXES``), the ``eval()`` sites of :mod:`.checkpoint` and the
 registries of :mod:`.config_schema`.

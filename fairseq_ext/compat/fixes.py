@@ -341,7 +341,7 @@ FIXES = (
             "(no CUDA extension) reads the n-gram from the buffer's end, still padding "
             "(PrefixNGramRepeatBlock)",
         function=fix_ngram_blocking,
-        applied_by="AbstractiveSummarizationTask.build_generator (every task derived from it)",
+        applied_by="fairseq_ext.decoding.plugin_generator (every summarization task's build_generator)",
     ),
     Fix(
         "decoder_beam_size",
@@ -349,7 +349,7 @@ FIXES = (
               "call) crashed in BART's beamable encoder-decoder attention",
         why="EnsembleModel.set_decoder_beam_size tells the model its beam only when it is above 1",
         function=fix_decoder_beam_size,
-        applied_by="AbstractiveSummarizationTask.build_generator (every task derived from it)",
+        applied_by="fairseq_ext.decoding.plugin_generator (every summarization task's build_generator)",
     ),
     Fix(
         "boolean_flags_on_by_default",
@@ -383,17 +383,29 @@ def uninstall():
 
 @contextlib.contextmanager
 def unchanged():
-    """Put back, on exit, every object the process-wide fixes replace, and torch's allowlist,
-    exactly as they were on entry (the very objects), whatever the block applied or undid."""
+    """Put back, on exit, every object the process-wide fixes replace, torch's allowlist and
+    the environment variables they set, exactly as they were on entry (the very objects),
+    whatever the block applied or undid."""
     targets = {fix.target: fix._owner() for fix in PROCESS_WIDE if fix.target}
     saved = {target: getattr(owner, attribute) for target, (owner, attribute) in targets.items()}
     allowlist = torch.serialization.get_safe_globals()
+    variables = [v for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())]
+    environment = {v: os.environ.get(v) for v in variables}
+    offline_saved = dict(_OFFLINE_SAVED)
     try:
         yield
     finally:
         for target, (owner, attribute) in targets.items():
             setattr(owner, attribute, saved[target])
         _set_allowlist(allowlist)
+        for variable, value in environment.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+        _OFFLINE_SAVED.clear()
+        _OFFLINE_SAVED.update(offline_saved)
+        _hub_constants(os.environ.get("HF_HUB_OFFLINE") == "1")
 
 
 @contextlib.contextmanager

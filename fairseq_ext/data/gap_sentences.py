@@ -109,9 +109,3 @@ def write_pairs(out: Path, limit: int | None = None, **options) -> dict[str, Cou
         logger.info("wiki[%s]: %s", split, dict(counts))
         report[split] = counts
     return report
-
-
-if __name__ == "__main__":  # what benchmarks/aclsum_levers.sh runs (edited elsewhere): fairseq_ext.cli.gap_sentences
-    from ..cli.gap_sentences import main
-
-    main()

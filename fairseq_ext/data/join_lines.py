@@ -17,9 +17,3 @@ def join_lines(lines: list[str], every: int) -> list[str]:
     if len(lines) % every:
         raise ValueError(f"{len(lines)} lines are not groups of {every}: a summary is missing")
     return [" ".join(line.strip() for line in lines[i : i + every]) for i in range(0, len(lines), every)]
-
-
-if __name__ == "__main__":  # what run_demo.sh and aclsum_levers.sh run (edited elsewhere): fairseq_ext.cli.join_lines
-    from ..cli.join_lines import main
-
-    main()

@@ -31,9 +31,3 @@ def lead_n(sentences: Sequence[str], n: int = DEFAULT_LEAD) -> str:
 def lead_lines(documents: Sequence[str], n: int = DEFAULT_LEAD) -> list[str]:
     """LEAD-``n`` of each one-line document."""
     return [lead_n(split_document(document), n) for document in documents]
-
-
-if __name__ == "__main__":  # what scripts/run_demo.sh runs (edited elsewhere): fairseq_ext.cli.lead
-    from ..cli.lead import main
-
-    main()

@@ -38,7 +38,7 @@ if [[ "${SOURCE_CORPUS}" == aclsum_aspects ]]; then
     MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-15}" VALID_MIN_LEN="${VALID_MIN_LEN:-15}"
     NO_REPEAT="${NO_REPEAT:-2}"
     # the test summaries keep to words of their paper and of the training summaries, with a
-    # bonus for word pairs found there (--decode-words, fairseq_ext/modules/word_constraint.py),
+    # bonus for word pairs found there (--decode-words, fairseq_ext/decoding/word_constraint.py),
     # beam 8; chosen on validation like the rest (benchmarks/RESULTS.md). Training is not affected.
     DECODE_WORDS="${DECODE_WORDS:-source}" BIGRAM_BONUS="${BIGRAM_BONUS:-0.5}" BEAM="${BEAM:-8}"
     DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-${DATA_DIR}/raw/train.target}"

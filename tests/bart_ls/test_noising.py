@@ -1,5 +1,5 @@
 """BART-LS document concatenation, its span-corruption datasets and model-based span selection
-(the span corruption itself: tests/common/test_noising.py)."""
+(the span corruption itself: tests/noising/test_noising.py)."""
 
 import numpy as np
 import pytest

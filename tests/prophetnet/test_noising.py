@@ -1,5 +1,5 @@
 """The dataset of ProphetNet's MASS span masking (paper section 3.1; the masking itself:
-tests/common/test_noising.py)."""
+tests/noising/test_noising.py)."""
 
 import torch
 

@@ -1,5 +1,5 @@
 """s2s-ft attention masks, checked cell by cell against Figure 2 of the paper (the noise:
-tests/common/test_noising.py)."""
+tests/noising/test_noising.py)."""
 
 import pytest
 import torch

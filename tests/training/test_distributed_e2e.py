@@ -123,7 +123,7 @@ def test_torchrun_one_node_trains_one_job_and_only_rank_0_writes(corpora, single
     saves.mkdir()
     env_extra = {"RECORD_SAVES": str(saves)}
     command = [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", str(_free_port()),
-               str(REPO / "tests" / "record_saves.py"), *_cli(corpora, "bart", tmp_path / "ckpt")]  # fmt: skip
+               str(REPO / "tests/helpers/record_saves.py"), *_cli(corpora, "bart", tmp_path / "ckpt")]  # fmt: skip
     result = subprocess.run(command, cwd=REPO, env={**_env(), **env_extra}, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "distributed init (rank 1): env://" in result.stdout + result.stderr

@@ -1,5 +1,5 @@
 """Z-Code++ phase one: the pre-training dataset, GDES gradients and export, the joint
-criterion, and grounded-pre-training instructions (the corruptions: tests/common/test_noising.py)."""
+criterion, and grounded-pre-training instructions (the corruptions: tests/noising/test_noising.py)."""
 
 from argparse import Namespace
 

@@ -20,18 +20,15 @@ import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import LanguagePairDataset, ListDataset
-from fairseq.dataclass import ChoiceEnum
-from fairseq.sequence_generator import SequenceGenerator
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 from omegaconf import II
 
 from fairseq_ext.compat.flags import add_dataclass_args
-from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from fairseq_ext.data.binarized import check_pair
 from fairseq_ext.data.text_codec import codec_candidates, find_codec, load_codec
-from fairseq_ext.modules.decoding_rules import decoding_rules
-from fairseq_ext.modules.word_constraint import constrain_words, read_words_file, with_rules
+from fairseq_ext.decoding import DecodingConfig, plugin_generator
+from fairseq_ext.decoding.generator import words_file_lines
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import (
     bleu_logging_output,
@@ -47,13 +44,9 @@ from ._batch_seed import BatchSeededTrainStep
 
 logger = logging.getLogger(__name__)
 
-DECODE_WORDS_CHOICES = ChoiceEnum(["any", "source"])
-RULE_FLAGS = ("no_repeat_word", "end_at_sentence")
-"""Task flags that generation args may override (see ``build_generator``)."""
-
 
 @dataclass
-class AbstractiveSummarizationConfig(TranslationConfig):
+class AbstractiveSummarizationConfig(DecodingConfig, TranslationConfig):
     source_lang: Optional[str] = field(
         default="source", metadata={"help": "source suffix of the binarized files", "argparse_alias": "-s"}
     )
@@ -103,33 +96,6 @@ class AbstractiveSummarizationConfig(TranslationConfig):
     )
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one hypothesis and reference per validation batch"}
-    )
-    decode_words: DECODE_WORDS_CHOICES = field(
-        default="any",
-        metadata={"help": "words generation may write: any, or only words of the source (and of "
-                  "--decode-words-file); see fairseq_ext.modules.word_constraint"},
-    )
-    decode_words_file: Optional[str] = field(
-        default=None,
-        metadata={"help": "with --decode-words source: a text file whose words may be written too "
-                  "(e.g. the training summaries), encoded with the data's sentencepiece or WordPiece model"},
-    )
-    decode_words_bigram_bonus: float = field(
-        default=0.0,
-        metadata={"help": "with --decode-words source: added to the log-probability of a word that "
-                  "follows the word before it somewhere in the source or --decode-words-file"},
-    )
-    no_repeat_word: bool = field(
-        default=False,
-        metadata={"help": "generation never writes a whole word twice in a row (WordPiece or sentencepiece "
-                  "words, not pieces); also a key of --eval-rouge-args and of the hub's generate; see "
-                  "fairseq_ext.modules.decoding_rules"},
-    )
-    end_at_sentence: bool = field(
-        default=False,
-        metadata={"help": "generation ends a hypothesis at its first sentence end: after a standalone '.', "
-                  "'?' or '!' (not after a number) only </s> may follow; also a key of --eval-rouge-args "
-                  "and of the hub's generate"},
     )
     seed: int = II("common.seed")
 
@@ -289,50 +255,15 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         )
 
     def build_generator(self, models, args, *rest, **kwargs):
-        """fairseq's generator with n-gram blocking that works on CPU and the beam size told
-        to the model at every size (see fairseq_ext.compat.generation); with ``--decode-words source``, one that
-        writes only words of each source and of ``--decode-words-file``; with
-        ``--no-repeat-word`` / ``--end-at-sentence`` (task flags, or keys of the generation
-        ``args``, which win: ``--eval-rouge-args``, the hub), the word rules of
-        :mod:`fairseq_ext.modules.decoding_rules`."""
+        """fairseq's generator made the plugin's: fixes, word constraint and rules
+        (:func:`fairseq_ext.decoding.plugin_generator`)."""
         generator = super().build_generator(models, args, *rest, **kwargs)
-        generator = fix_decoder_beam_size(fix_ngram_blocking(generator))
-        if self.cfg.decode_words != "source" and (self.cfg.decode_words_file or self.cfg.decode_words_bigram_bonus):
-            logger.warning("--decode-words-file and --decode-words-bigram-bonus apply only with "
-                           "--decode-words source: ignored")
-        if self.cfg.decode_words == "source" and isinstance(generator, SequenceGenerator):
-            generator = constrain_words(
-                generator, self.tgt_dict, self.decode_words_extra, self.cfg.decode_words_bigram_bonus
-            )
-        rules = decoding_rules(self.tgt_dict, **{name: self.generation_flag(args, name) for name in RULE_FLAGS})
-        if isinstance(generator, SequenceGenerator):  # rules or none: encoder outputs left as they are within sentences
-            generator = with_rules(generator, rules)
-        elif rules:
-            logger.warning(f"{type(generator).__name__} is not beam search: --no-repeat-word and "
-                           "--end-at-sentence are ignored")
-        return generator
-
-    def generation_flag(self, args, name):
-        """A rule flag of one generation: the generation args' own value when they have one
-        (a key of --eval-rouge-args, of the hub's generate), else the task's flag."""
-        value = getattr(args, name, None) if args is not None else None
-        if value is None:
-            return getattr(self.cfg, name)
-        if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {value!r}")
-        return value
+        return plugin_generator(generator, self.cfg, self.tgt_dict, args, lambda: self.decode_words_extra)
 
     @cached_property
     def decode_words_extra(self):
-        """The lines of ``--decode-words-file`` as lists of words (piece-id tuples), read once;
-        none without it."""
-        path = self.cfg.decode_words_file
-        if not path:
-            return []
-        lines = read_words_file(path, lambda text: self.encode_text(text).tolist(), self.tgt_dict)
-        words = {word for line in lines for word in line}
-        logger.info(f"--decode-words source: {len(words)} words of {path} allowed besides each source's")
-        return lines
+        """The lines of ``--decode-words-file`` as lists of words, read once."""
+        return words_file_lines(self.cfg.decode_words_file, lambda text: self.encode_text(text).tolist(), self.tgt_dict)
 
     # ------------------------------------------------------------------ model
     def build_model(self, cfg, from_checkpoint=False):

@@ -1,7 +1,15 @@
-"""Word-level rules on beam search's next-token log-probabilities, one hypothesis a row.
+"""Decoding rules: what beam search may write next, one hypothesis a row.
 
-Whole words of WordPiece (``##`` continues a word) and sentencepiece (``▁`` starts one)
-hypotheses, as :func:`~fairseq_ext.modules.word_constraint.word_starts` tells them apart:
+A rule has the shape of Hugging Face's ``LogitsProcessor`` plus beam reorders:
+
+* ``start(src_tokens)``: read the batch's sources ``(bsz, S)`` (once, before the first step);
+* ``reorder(new_order)``: follow the beams ``(rows,)`` when beam search reorders them;
+* ``apply(tokens, lprobs, last) -> lprobs``: the step's ``(rows, V)`` log-probabilities after
+  the rule, given the hypotheses so far ``(rows, step + 1)`` (``last``: the maximum length).
+
+:class:`~.ensemble.RuledEnsemble` runs them in order. The rules here work on whole words of
+WordPiece and sentencepiece hypotheses (:mod:`.words`); :class:`~.word_constraint.WordConstraint`
+is the one that reads the sources:
 
 * :class:`NoRepeatWord` (``--no-repeat-word``): never a word twice in a row. With the current
   (partial) word ``p`` and the whole word ``w`` before it::
@@ -11,14 +19,14 @@ hypotheses, as :func:`~fairseq_ext.modules.word_constraint.word_starts` tells th
 
 * :class:`EndAtSentence` (``--end-at-sentence``): after a standalone ``.``, ``?`` or ``!`` (not
   after a number) only ``</s>``; the other tokens get
-  :data:`~fairseq_ext.modules.word_constraint.LEFT_OUT`, so ``--min-len`` still holds.
+  :data:`~.words.LEFT_OUT`, so ``--min-len`` still holds.
 
 A few ``(B, L)`` tensor operations per step, no state: beam reorders need nothing.
 """
 
 import torch
 
-from .word_constraint import LEFT_OUT, SPM_WORD_START, word_starts
+from .words import LEFT_OUT, SPM_WORD_START, word_starts
 
 SENTENCE_ENDS = (".", "?", "!")
 
@@ -98,13 +106,3 @@ class EndAtSentence(StatelessRule):
         others = torch.ones(lprobs.size(-1), dtype=torch.bool, device=lprobs.device)  # (V,)
         others[self.eos] = False
         return lprobs.masked_fill(ended[:, None] & others[None], LEFT_OUT)
-
-
-def decoding_rules(dictionary, no_repeat_word: bool = False, end_at_sentence: bool = False) -> list:
-    """The rules a generation's flags ask for, in the order they apply."""
-    rules = []
-    if no_repeat_word:
-        rules.append(NoRepeatWord(dictionary))
-    if end_at_sentence:
-        rules.append(EndAtSentence(dictionary))
-    return rules

@@ -2,7 +2,7 @@
 that would run code, a config field that fairseq would eval() with code in it, a TorchScript
 archive are refused naming the file; TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD cannot turn the guard
 off; corrupt files give a clear error. Every user path (CLIs, hub, converters) is exercised
-in tests/checkpoints/test_checkpoint_paths.py."""
+in tests/compat/test_checkpoint_paths.py."""
 
 import argparse
 import logging

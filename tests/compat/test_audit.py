@@ -1,9 +1,9 @@
 """A model file is data on every entry point, proved by watching, not by listing sinks: each
-hostile file of tests/hostile.py goes through fairseq-generate, -interactive, -validate,
+hostile file of tests/helpers/hostile.py goes through fairseq-generate, -interactive, -validate,
 fairseq-train (--restore-file, --finetune-from-model, --ema-seed-model), both hubs, two
 converters and the export, in one process that records every write outside the run's folder,
 every read of a device or FIFO, every network call, every new process and every import from
-outside the installed packages, under an address-space cap (tests/audit_run.py). Nothing may be
+outside the installed packages, under an address-space cap (tests/helpers/audit_run.py). Nothing may be
 recorded; a refusal is one line naming the file; a good file loads everywhere."""
 
 import json
@@ -45,7 +45,7 @@ def audit(bart_tiny_checkpoint, aclsum_bin, tmp_path_factory):
     spec = {"data": str(aclsum_bin), "work": str(work / "runs"),
             "cases": [(entry, str(files[name])) for entry, name in cases]}
     (work / "spec.json").write_text(json.dumps(spec))
-    run = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "audit_run.py"),
+    run = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "helpers" / "audit_run.py"),
                           str(work / "spec.json"), str(work / "result.json")],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]

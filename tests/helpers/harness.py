@@ -22,7 +22,7 @@ from fairseq_cli import generate as generate_cli
 from fairseq_cli import interactive as interactive_cli
 from fairseq_cli import train as train_cli
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 USER_DIR = str(REPO / "user_dir")
 TASK, CRITERION = "abstractive_summarization", "label_smoothed_cross_entropy"  # the harness defaults
 

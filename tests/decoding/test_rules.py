@@ -1,4 +1,4 @@
-"""Word rules of beam search (fairseq_ext.modules.decoding_rules): ``--no-repeat-word`` never
+"""Word rules of beam search (fairseq_ext.decoding.rules): ``--no-repeat-word`` never
 writes a whole word twice in a row, ``--end-at-sentence`` ends at the first sentence end. A
 model pushed to repeat itself shows what each rule removes, and a rule broken on purpose fails
 the same property, so the tests can fail."""
@@ -11,8 +11,11 @@ from fairseq.sequence_generator import SequenceGenerator
 
 import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.compat.generation import fix_decoder_beam_size
-from fairseq_ext.modules.decoding_rules import EndAtSentence, NoRepeatWord, StatelessRule, decoding_rules
-from fairseq_ext.modules.word_constraint import constrain_words, split_words, with_rules, word_starts
+from fairseq_ext.decoding.ensemble import with_rules
+from fairseq_ext.decoding.generator import decoding_rules
+from fairseq_ext.decoding.rules import EndAtSentence, NoRepeatWord, StatelessRule
+from fairseq_ext.decoding.word_constraint import WordConstraint
+from fairseq_ext.decoding.words import split_words, word_starts
 from s2s_ft_models import small_copy_model
 from toys import toy_dictionary
 
@@ -64,9 +67,7 @@ def decode(d, model, rules, beam=3, max_len=16, min_len=1, words_source=False):
         src[row, : len(text.split()) + 1] = torch.tensor(ids(d, text) + [d.eos()])
     sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}}
     generator = fix_decoder_beam_size(SequenceGenerator([model], d, beam_size=beam, max_len_b=max_len, min_len=min_len))
-    if words_source:
-        generator = constrain_words(generator, d)
-    generator = with_rules(generator, rules)
+    generator = with_rules(generator, ([WordConstraint(d)] if words_source else []) + list(rules))
     with torch.no_grad():
         return [h["tokens"].tolist() for hypos in generator.generate([model], sample) for h in hypos]
 
@@ -163,4 +164,5 @@ def test_generation_args_choose_the_rules_over_the_task_flags():
     assert rules(Namespace(beam=2, end_at_sentence=True)) == ["NoRepeatWord", "EndAtSentence"]
     with pytest.raises(ValueError, match="no_repeat_word must be true or false"):
         rules(Namespace(no_repeat_word="yes"))
-    assert [type(r).__name__ for r in decoding_rules(d, True, True)] == ["NoRepeatWord", "EndAtSentence"]
+    cfg = Namespace(decode_words="source", decode_words_bigram_bonus=0.0, no_repeat_word=True, end_at_sentence=True)
+    assert [type(r).__name__ for r in decoding_rules(cfg, d)] == ["WordConstraint", "NoRepeatWord", "EndAtSentence"]

@@ -1,5 +1,5 @@
 """Encoder outputs left as they are while beam search only reorders each sentence's beams
-(fairseq_ext/modules/word_constraint.py, RuledEnsemble): the same hypotheses and scores as
+(fairseq_ext/decoding/ensemble.py, RuledEnsemble): the same hypotheses and scores as
 fairseq's own ensemble, with the encoder outputs copied only when sentences leave the batch."""
 
 import argparse
@@ -10,7 +10,7 @@ import torch
 from fairseq.models.transformer import TransformerModel, base_architecture
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_ext.modules.word_constraint import with_rules
+from fairseq_ext.decoding.ensemble import with_rules
 from parity import perturb_parameters
 from toys import toy_dictionary
 

@@ -3,7 +3,7 @@ object, install idempotent, nothing installed by importing the library or runnin
 converter), n-gram blocking on CPU, and no batch left behind."""
 
 import argparse
-import importlib
+import os
 import subprocess
 import sys
 
@@ -15,7 +15,7 @@ from fairseq.ngram_repeat_block import NGramRepeatBlock
 
 import user_dir  # noqa: F401  (installs the fixes, keep_last_batch included, as --user-dir does)
 from fairseq_ext import compat
-from fairseq_ext.compat.fixes import FIXES, PROCESS_WIDE, AllowlistFix
+from fairseq_ext.compat.fixes import FIXES, PROCESS_WIDE, AllowlistFix, OfflineFix
 from fairseq_ext.compat.generation import PrefixNGramRepeatBlock, fix_ngram_blocking
 from harness import REPO
 
@@ -71,18 +71,23 @@ def test_batch_by_size_with_token_budget_keeps_every_index():
 
 # ---------------------------------------------------------------- the table
 def _target(fix):
-    module, attribute = fix.target.split(":")
-    return getattr(importlib.import_module(module), attribute)
+    owner, attribute = fix._owner()
+    return getattr(owner, attribute)
 
 
 def _state():
-    """Every object the process-wide fixes replace, and torch's allowlist."""
-    return {fix.target: _target(fix) for fix in PROCESS_WIDE if fix.target}, torch.serialization.get_safe_globals()
+    """Every object the process-wide fixes replace, torch's allowlist, and the environment
+    variables they set."""
+    variables = {v: os.environ.get(v) for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())}
+    return ({fix.target: _target(fix) for fix in PROCESS_WIDE if fix.target}, torch.serialization.get_safe_globals(),
+            variables)
 
 
 def _same_state(a, b):
-    """The same objects in place, the same allowlist (torch keeps it as a set: order varies)."""
-    return set(a[1]) == set(b[1]) and a[0].keys() == b[0].keys() and all(a[0][k] is b[0][k] for k in a[0])
+    """The same objects in place, the same allowlist (torch keeps it as a set: order varies),
+    the same variables."""
+    return (set(a[1]) == set(b[1]) and a[0].keys() == b[0].keys() and all(a[0][k] is b[0][k] for k in a[0])
+            and a[2] == b[2])
 
 
 @pytest.fixture
@@ -99,7 +104,7 @@ def test_every_entry_says_what_why_on_which_fairseq_and_how_it_is_applied():
     for fix in FIXES:
         assert fix.fixes and fix.why and "0.12.3" in fix.fairseq and fix.applied_by
         if fix.process_wide:
-            assert fix.applied_by == "install()" and (fix.target is None) == isinstance(fix, AllowlistFix)
+            assert fix.applied_by == "install()" and (fix.target is None) == isinstance(fix, (AllowlistFix, OfflineFix))
         else:
             assert callable(fix.function) and fix.target is None
             with pytest.raises(TypeError, match="per task"):
@@ -158,6 +163,13 @@ def test_unchanged_restores_the_very_objects(bare_fairseq):
     assert _same_state(_state(), installed)
 
 
+def _fresh_environment():
+    """This process's environment without what the plugin's fixes set in it (a child inherits
+    them): the environment of a user's shell."""
+    offline = {v for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())}
+    return {k: v for k, v in os.environ.items() if k not in offline}
+
+
 IMPORT_EVERYTHING = """
 import importlib, pkgutil, sys
 import fairseq_ext, preprocess
@@ -175,7 +187,7 @@ print("applied after importing the plugin:", len([f for f in compat.PROCESS_WIDE
 @pytest.mark.e2e  # runs Python processes
 def test_importing_the_library_installs_nothing_importing_the_plugin_installs_all():
     out = subprocess.run([sys.executable, "-c", IMPORT_EVERYTHING], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, env=_fresh_environment()).stdout
     assert "applied after importing the library: []" in out
     assert f"applied after importing the plugin: {len(PROCESS_WIDE)}" in out
 
@@ -205,7 +217,7 @@ print("relative_buckets:", state["args"].relative_buckets)
 def test_the_converter_leaves_no_fix_behind(tmp_path):
     (tmp_path / "hf").mkdir()
     result = subprocess.run([sys.executable, "-c", CONVERT_PROPHETNET, str(tmp_path / "hf"), str(tmp_path / "out")],
-                            cwd=REPO, capture_output=True, text=True)
+                            cwd=REPO, capture_output=True, text=True, env=_fresh_environment())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "applied after converting: []" in result.stdout and "relative_buckets: 16" in result.stdout
 

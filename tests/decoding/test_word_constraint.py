@@ -1,4 +1,4 @@
-"""``--decode-words source`` (fairseq_ext.modules.word_constraint): beam search writes only words
+"""``--decode-words source`` (fairseq_ext.decoding.word_constraint): beam search writes only words
 of each source (and of ``--decode-words-file``), for WordPiece and sentencepiece dictionaries;
 unconstrained decoding of the same models writes other words, so each test can fail."""
 
@@ -15,14 +15,9 @@ from fairseq_cli import generate as generate_cli
 
 import user_dir  # noqa: F401  (registers s2s_ft)
 from fairseq_ext.compat.generation import fix_decoder_beam_size, fix_ngram_blocking
-from fairseq_ext.modules.word_constraint import (
-    LEFT_OUT,
-    WordConstraint,
-    WordTrie,
-    constrain_words,
-    split_words,
-    word_starts,
-)
+from fairseq_ext.decoding.ensemble import with_rules
+from fairseq_ext.decoding.word_constraint import WordConstraint
+from fairseq_ext.decoding.words import LEFT_OUT, WordTrie, split_words, word_starts
 from harness import USER_DIR
 from s2s_ft_models import small_copy_model
 from toys import toy_dictionary
@@ -136,7 +131,7 @@ def test_beam_search_writes_only_source_and_extra_words(beam):
         generator = SequenceGenerator([model], d, beam_size=beam, max_len_b=max_len, min_len=6)
         generator = fix_decoder_beam_size(generator)
         if constrained:
-            generator = constrain_words(generator, d, [extra])
+            generator = with_rules(generator, [WordConstraint(d, [extra])])
         with torch.no_grad():
             return hypothesis_words(splitter, generator.generate([model], sample), max_len)
 
@@ -228,7 +223,7 @@ def test_beam_search_finishes_when_too_few_words_are_left():
     src = torch.tensor([ids(d, "a ##b .") + [d.eos()]])
     sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([4])}}
     generator = SequenceGenerator([model], d, beam_size=3, max_len_b=10, min_len=6, no_repeat_ngram_size=2)
-    generator = constrain_words(fix_ngram_blocking(fix_decoder_beam_size(generator)), d)
+    generator = with_rules(fix_ngram_blocking(fix_decoder_beam_size(generator)), [WordConstraint(d)])
     with torch.no_grad():
         hypotheses = generator.generate([model], sample)[0]
     assert len(hypotheses) == 3

@@ -4,7 +4,7 @@ Used by ``tests/training/test_distributed_e2e.py`` under torchrun: every call of
 ``checkpoint_utils.torch_persistent_save`` (the one place a trainer writes a checkpoint) appends
 the file name to ``$RECORD_SAVES/rank<RANK>.txt``, then writes as usual.
 
-    RECORD_SAVES=/tmp/saves torchrun --nproc_per_node 2 tests/record_saves.py DATA --user-dir user_dir ...
+    RECORD_SAVES=/tmp/saves torchrun --nproc_per_node 2 tests/helpers/record_saves.py DATA --user-dir user_dir ...
 """
 
 import os

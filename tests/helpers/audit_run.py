@@ -1,6 +1,6 @@
 """Load model files through every entry point inside one watched process.
 
-    python tests/audit_run.py SPEC.json RESULT.json
+    python tests/helpers/audit_run.py SPEC.json RESULT.json
 
 SPEC: ``{"data": DIR, "work": DIR, "cases": [[entry, file], ...]}``. Everything is imported
 first; then an audit hook (:func:`sys.addaudithook`) records, per case, every file opened for
@@ -22,8 +22,8 @@ import sysconfig
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "helpers")]
 
 import torch  # noqa: E402
 

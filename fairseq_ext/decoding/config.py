@@ -1,0 +1,43 @@
+"""The decoding flags of the summarization tasks, one dataclass that their configurations
+inherit: which words beam search may write, and which rules it keeps."""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+
+DECODE_WORDS_CHOICES = ChoiceEnum(["any", "source"])
+
+#: Flags that a generation's own args may override (``--eval-rouge-args``, the hub's generate).
+RULE_FLAGS = ("no_repeat_word", "end_at_sentence")
+
+
+@dataclass
+class DecodingConfig(FairseqDataclass):
+    decode_words: DECODE_WORDS_CHOICES = field(
+        default="any",
+        metadata={"help": "words generation may write: any, or only words of the source (and of "
+                  "--decode-words-file); see fairseq_ext.decoding.word_constraint"},
+    )
+    decode_words_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "with --decode-words source: a text file whose words may be written too "
+                  "(e.g. the training summaries), encoded with the data's sentencepiece or WordPiece model"},
+    )
+    decode_words_bigram_bonus: float = field(
+        default=0.0,
+        metadata={"help": "with --decode-words source: added to the log-probability of a word that "
+                  "follows the word before it somewhere in the source or --decode-words-file"},
+    )
+    no_repeat_word: bool = field(
+        default=False,
+        metadata={"help": "generation never writes a whole word twice in a row (WordPiece or sentencepiece "
+                  "words, not pieces); also a key of --eval-rouge-args and of the hub's generate; see "
+                  "fairseq_ext.decoding.rules"},
+    )
+    end_at_sentence: bool = field(
+        default=False,
+        metadata={"help": "generation ends a hypothesis at its first sentence end: after a standalone '.', "
+                  "'?' or '!' (not after a number) only </s> may follow; also a key of --eval-rouge-args "
+                  "and of the hub's generate"},
+    )
