@@ -19,7 +19,6 @@ import contextlib
 import enum
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -30,6 +29,7 @@ from fairseq.models.bart import BARTModel, bart_base_architecture
 from omegaconf import OmegaConf
 
 import user_dir  # noqa: F401  (registers the plugin, installs its loader)
+from benchmarks.timing import once
 from fairseq_ext.compat import checkpoint, model_file
 from fairseq_ext.compat.config_schema import validate_checkpoint_config
 
@@ -84,12 +84,6 @@ def _resolved(node):
     return None if isinstance(node, str) and ("${" in node or node == "???") else node
 
 
-def _cpu(fn):
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
-
-
 @contextlib.contextmanager
 def switched_off(module, *names):
     """``module``'s functions ``names`` do nothing inside the block."""
@@ -123,25 +117,25 @@ def main(argv=None):
         for side in ("source", "target"):
             _dictionary().save(str(Path(tmp) / f"dict.{side}.txt"))
         overrides = {"data": tmp}
-        state = checkpoint_utils.load_checkpoint_to_cpu(path)  # warm-up: registries, caches, page cache
+        state = checkpoint_utils.load_checkpoint_toonce(path)  # warm-up: registries, caches, page cache
         checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides)
         raw = torch.load(path, weights_only=False)
         checked = torch.load(path, weights_only=False)  # describe_only sets its run-time groups back
         keys = ("all", "no validator", "no model-file checks", "alone", "checks alone", "build", "build unchecked")
         times = {key: [] for key in keys}
-        load = lambda: checkpoint_utils.load_checkpoint_to_cpu(path)  # noqa: E731
+        load = lambda: checkpoint_utils.load_checkpoint_toonce(path)  # noqa: E731
         build = lambda: checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides)  # noqa: E731
         for _ in range(args.repeats):
-            times["all"].append(_cpu(load))
+            times["all"].append(once(load))
             with switched_off(checkpoint, "validate_checkpoint_config"):
-                times["no validator"].append(_cpu(load))
+                times["no validator"].append(once(load))
             with switched_off(model_file, *MODEL_FILE_CHECKS):
-                times["no model-file checks"].append(_cpu(load))
-            times["alone"].append(_cpu(lambda: validate_checkpoint_config(raw, path)))
-            times["checks alone"].append(_cpu(lambda: model_file_checks(checked, path)))
-            times["build"].append(_cpu(build))
+                times["no model-file checks"].append(once(load))
+            times["alone"].append(once(lambda: validate_checkpoint_config(raw, path)))
+            times["checks alone"].append(once(lambda: model_file_checks(checked, path)))
+            times["build"].append(once(build))
             with switched_off(model_file, *SIZE_CHECKS):
-                times["build unchecked"].append(_cpu(build))
+                times["build unchecked"].append(once(build))
         del state
     med = {key: statistics.median(values) for key, values in times.items()}
     print(f"base-size checkpoint: {params / 1e6:.1f}M parameters, {args.repeats} interleaved repeats, "

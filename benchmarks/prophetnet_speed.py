@@ -17,10 +17,7 @@ CPU seconds (the cores are shared; with one thread CPU time is the work done).
 
 import argparse
 import os
-import statistics
-import sys
 import tempfile
-import time
 from argparse import Namespace
 
 import torch
@@ -31,6 +28,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
 import user_dir  # noqa: F401  (registers the plugin)
+from benchmarks.timing import CLOCKS, interleaved
 from fairseq_ext.cli.convert import main as convert
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 
@@ -41,9 +39,6 @@ SIZES = {
     "large": dict(embed_dim=1024, ffn_embed_dim=4096, layers=12, attention_heads=16),
 }
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
-
-
 def hf_and_ours(size, vocab_size, ngram, workdir):
     """A random HF ProphetNet and the same weights converted to ours (loaded as fairseq does)."""
     dims = SIZES[size]
@@ -91,24 +86,6 @@ def batch(d, bsz, src_len, tgt_len, seed=0):
     prev = torch.cat([torch.full((bsz, 1), d.eos()), target[:, :-1]], 1)
     return {"id": torch.arange(bsz), "nsentences": bsz, "ntokens": bsz * tgt_len, "target": target,
             "net_input": {"src_tokens": src, "src_lengths": torch.full((bsz,), src_len), "prev_output_tokens": prev}}
-
-
-def timed(fns, warmup, repeat, label, clock=time.process_time):
-    """Median seconds of each function, interleaved so that load changes hit all alike.
-
-    The default clock is the process's CPU time: on shared cores wall time mostly measures
-    the neighbours (with one thread, CPU time is the work done); ``--clock wall`` for a
-    machine of one's own."""
-    times = [[] for _ in fns]
-    for round_ in range(warmup + repeat):
-        for fn, record in zip(fns, times):
-            start = clock()
-            fn()
-            seconds = clock() - start
-            if round_ >= warmup:
-                record.append(seconds)
-        print(f"{label} round {round_}: " + " ".join(f"{r[-1]:.3f}s" for r in times if r), file=sys.stderr)
-    return [statistics.median(record) for record in times]
 
 
 def train_step(model, criterion, sample):
@@ -176,16 +153,16 @@ def main(argv=None):
     sample = batch(d, args.batch, args.src_len, args.tgt_len)
     ngram_loss = NgramLanguageLossCriterion(task, sentence_avg=False, label_smoothing=0.1)
     ls_loss = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
-    t_ours, t_base = timed([train_step(ours, ngram_loss, sample), train_step(baseline, ls_loss, sample)],
-                           args.warmup, args.repeat, "train", clock)
+    t_ours, t_base = interleaved([train_step(ours, ngram_loss, sample), train_step(baseline, ls_loss, sample)],
+                                       args.warmup, args.repeat, clock, label="train")
     words = sample["ntokens"]
 
     gen_sample = batch(d, args.batch, args.src_len, 1, seed=1)
-    g_ours, g_base, g_hf = timed([
+    g_ours, g_base, g_hf = interleaved([
         fairseq_generate(ours, d, gen_sample, args.beam, args.gen_len),
         fairseq_generate(baseline, d, gen_sample, args.beam, args.gen_len),
         hf_generate(hf, gen_sample, to_hf, args.beam, args.gen_len),
-    ], args.warmup, args.repeat, "generate", clock)
+    ], args.warmup, args.repeat, clock, label="generate")
     generated = args.batch * args.gen_len
 
     params = sum(p.numel() for p in ours.parameters()) / 1e6

@@ -16,7 +16,6 @@ Both models read the same joint rows ``<s> article <delim> summary`` (no padding
 """
 
 import argparse
-import statistics
 import time
 from argparse import Namespace
 
@@ -26,6 +25,7 @@ from fairseq.data import Dictionary
 from fairseq.models.transformer_lm import TransformerLanguageModel, base_lm_architecture
 
 import user_dir  # noqa: F401  (registers the plugin)
+from benchmarks.timing import interleaved
 from user_dir.criterions.transformer_sm import TransformerSMCriterion
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import DELIMITER, TransformerSMTask, TransformerSMTaskConfig
@@ -59,20 +59,6 @@ def build(size, vocab, article, summary):
     return task, ours, baseline
 
 
-def timed(fns, warmup, repeat):
-    """Median seconds of each function (or of the float seconds it returns itself), the
-    functions interleaved so that a change of machine
-    load (the cores are shared) hits all of them alike."""
-    times = [[] for _ in fns]
-    for round_ in range(warmup + repeat):
-        for fn, record in zip(fns, times):
-            start = time.perf_counter()
-            seconds = fn()
-            if round_ >= warmup:
-                record.append(seconds if isinstance(seconds, float) else time.perf_counter() - start)
-    return [statistics.median(record) for record in times]
-
-
 def training_rates(task, ours, baseline, batch, article, summary, warmup, repeat):
     d = task.target_dictionary
     gen = torch.Generator().manual_seed(0)
@@ -104,7 +90,8 @@ def training_rates(task, ours, baseline, batch, article, summary, warmup, repeat
     baseline.train()
     dat = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="dat")
     ett = TransformerSMCriterion(task, sentence_avg=False, label_smoothing=0.0, mode="ett")
-    base_t, dat_t, ett_t = timed([step_baseline, step_ours(dat), step_ours(ett)], warmup, repeat)
+    steps = [step_baseline, step_ours(dat), step_ours(ett)]
+    base_t, dat_t, ett_t = interleaved(steps, warmup, repeat, time.perf_counter)
     return words / base_t, words / dat_t, words / ett_t
 
 
@@ -140,13 +127,13 @@ def generation_rates(task, ours, baseline, batch, article, summary, warmup, repe
         return time.perf_counter() - start
 
     tokens = batch * summary
-    base_t, ours_t = timed([decode_baseline, decode_ours], warmup, repeat)
+    base_t, ours_t = interleaved([decode_baseline, decode_ours], warmup, repeat, time.perf_counter)
 
     generator = task.build_generator(
         [ours], Namespace(beam=3, no_repeat_ngram_size=3, min_len=summary, max_len_b=summary)
     )
     sample = {"net_input": {"src_tokens": src, "src_lengths": torch.full((batch,), article)}, "id": torch.arange(batch)}
-    (end_to_end,) = timed([lambda: task.inference_step(generator, [ours], sample)], 0, 1)
+    (end_to_end,) = interleaved([lambda: task.inference_step(generator, [ours], sample)], 0, 1, time.perf_counter)
     return tokens / base_t, tokens / ours_t, tokens / end_to_end
 
 

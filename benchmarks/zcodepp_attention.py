@@ -11,29 +11,15 @@ this run.
 """
 
 import argparse
-import time
 
 import torch
 from fairseq.modules import MultiheadAttention
 from transformers import DebertaV2Config
 from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention as HFAttention
 
+from benchmarks.timing import CLOCKS, interleaved
 from fairseq_ext.modules.relative_position import deberta_distance_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
-
-# cpu: this process's CPU time, fair on a shared machine; wall: elapsed time, for a dedicated one
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
-
-
-def timed(step, repeats, warmup, clock):
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(repeats):
-        start = clock()
-        step()
-        times.append(clock() - start)
-    return min(times)  # best of N: the least disturbed by other jobs on a shared machine
 
 
 def main(argv=None):
@@ -79,12 +65,11 @@ def main(argv=None):
         t_first = x.transpose(0, 1)  # (T, B, C)
         vanilla(t_first, t_first, t_first, key_padding_mask=padding, need_weights=False)[0].sum().backward()
 
-    clock = CLOCKS[args.clock]
-    results = {
-        "vanilla (fairseq MultiheadAttention)": timed(run_vanilla, args.repeats, args.warmup, clock),
-        "HF DebertaV2 DisentangledSelfAttention": timed(run_hf, args.repeats, args.warmup, clock),
-        "ours (DisentangledSelfAttention)": timed(run_ours, args.repeats, args.warmup, clock),
-    }
+    names = ("vanilla (fairseq MultiheadAttention)", "HF DebertaV2 DisentangledSelfAttention",
+             "ours (DisentangledSelfAttention)")
+    # best of N: the least disturbed by other jobs on a shared machine
+    best = interleaved([run_vanilla, run_hf, run_ours], args.warmup, args.repeats, CLOCKS[args.clock], reduce=min)
+    results = dict(zip(names, best))
     base, hf_time = results["vanilla (fairseq MultiheadAttention)"], results["HF DebertaV2 DisentangledSelfAttention"]
     print(f"forward + backward, batch {batch} x {length} tokens, width {dim}, {args.heads} heads, "
           f"{torch.get_num_threads()} threads, {args.clock} time, best of {args.repeats}\n")

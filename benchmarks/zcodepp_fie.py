@@ -16,13 +16,11 @@ import json
 import resource
 import subprocess
 import sys
-import time
 from argparse import Namespace
 
 import torch
 
-# cpu: this process's CPU time, fair on a shared machine; wall: elapsed time, for a dedicated one
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+from benchmarks.timing import CLOCKS, interleaved
 
 
 def build_encoder(layers, dim, heads, chunk):
@@ -48,14 +46,10 @@ def measure(length, chunk, layers, dim, heads, repeats, clock):
     encoder = build_encoder(layers, dim, heads, chunk)
     tokens = torch.randint(4, 1000, (1, length))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times = []
-    with torch.no_grad():
-        for _ in range(repeats + 1):  # the first run is warm-up
-            start = CLOCKS[clock]()
-            encoder(tokens)
-            times.append(CLOCKS[clock]() - start)
+    with torch.no_grad():  # one warm-up run, then the best of N (shared machine)
+        (seconds,) = interleaved([lambda: encoder(tokens)], 1, repeats, CLOCKS[clock], reduce=min)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"seconds": min(times[1:]), "peak_mib": (peak - before) / 1024}  # best of N (shared machine)
+    return {"seconds": seconds, "peak_mib": (peak - before) / 1024}
 
 
 def main(argv=None):

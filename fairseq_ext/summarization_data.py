@@ -42,30 +42,35 @@ class ArraySizes:
 
 
 class PrefixTruncateDataset(ArraySizes, BaseWrapperDataset):
-    """``prefix + item[:-1]`` cut to ``max_len - 1`` tokens, then ``eos``.
+    """``prefix + item[:-1]`` cut to ``max_len - 1`` tokens, then ``eos`` (``end_with_eos=False``:
+    cut to ``max_len`` tokens, no ``eos``, as Transformer-SM's article rows are).
 
     Args:
         dataset: a dataset of 1-D LongTensors ending with ``eos``.
         prefix: LongTensor of tokens put before every item (may be empty).
         max_len: the longest output, prefix and ``eos`` included; ``None`` for no limit.
         eos: the end-of-sentence index.
+        what: what the prefix is, for the error when it leaves no room.
     """
 
-    def __init__(self, dataset, prefix, max_len, eos):
+    def __init__(self, dataset, prefix, max_len, eos, end_with_eos=True, what="the instruction prefix"):
         super().__init__(dataset)
         self.prefix = prefix.long()
         self.max_len = max_len
         self.eos = eos
-        if max_len is not None and len(self.prefix) + 1 >= max_len:
+        self.end_with_eos = end_with_eos
+        tail = 1 if end_with_eos else 0
+        if max_len is not None and len(self.prefix) + tail >= max_len:
             raise ValueError(
-                f"the instruction prefix has {len(self.prefix)} tokens, which leaves no room "
-                f"for the document in {max_len} source positions"
+                f"{what} has {len(self.prefix)} tokens, which leaves no room for the document in "
+                f"{max_len} source positions"
             )
-        sizes = np.asarray(dataset.sizes) + len(self.prefix)
+        # every binarized item ends with eos (fairseq-preprocess appends it)
+        sizes = np.asarray(dataset.sizes) + len(self.prefix) - (1 - tail)
         self._sizes = sizes if max_len is None else np.minimum(sizes, max_len)
 
     def __getitem__(self, index):
-        return prefix_truncate(self.dataset[index], self.prefix, self.max_len, self.eos)  # (T,)
+        return prefix_truncate(self.dataset[index], self.prefix, self.max_len, self.eos, self.end_with_eos)  # (T,)
 
 
 def count_overlong(sizes, max_len):

@@ -18,7 +18,8 @@
 #                                      error naming both), NAME:=FLAG is the checkpoint's (a name such
 #                                      as --arch, whose sizes args.txt lists), NAME<=FLAG may be smaller (positions: a
 #                                      default above it is lowered to it, a value set above it is an
-#                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes
+#                                      error). Without args.txt CHECKPOINT_ARGS=() and nothing changes.
+#                                      The rules are Python: fairseq_ext/cli/checkpoint_args.py
 #   write_args_txt DIR FLAG...         DIR/args.txt: the model flags a later stage reads (as above)
 #   if_set ARRAY FLAG VALUE            ARRAY=(FLAG VALUE) when VALUE is not empty, else ARRAY=()
 #   generate_in_shards OUT SHARDS ARGS...
@@ -68,46 +69,16 @@ defaults() {
     done
 }
 
-args_from_checkpoint() {
-    local init="$1" file pair name flag mode i value current
+args_from_checkpoint() {  # the rules: python -m fairseq_ext.cli.checkpoint_args --help
+    local init="$1" pair name current=() out
     shift
-    CHECKPOINT_ARGS=()
-    file="$(dirname "${init:-.}")/args.txt"
-    if [[ -z "${init}" || ! -f "${file}" ]]; then
-        return 0
-    fi
-    mapfile -d '' -t CHECKPOINT_ARGS < <(python -c 'import shlex, sys
-sys.stdout.write("".join(arg + "\0" for arg in shlex.split(open(sys.argv[1], encoding="utf-8").read())))' "${file}")
-    echo "model flags from ${file}: ${CHECKPOINT_ARGS[*]}"
     for pair in "$@"; do
-        if [[ "${pair}" == *"<="* ]]; then
-            name="${pair%%<=*}" flag="${pair#*<=}" mode=at-most
-        elif [[ "${pair}" == *":="* ]]; then
-            name="${pair%%:=*}" flag="${pair#*:=}" mode=taken
-        else
-            name="${pair%%=*}" flag="${pair#*=}" mode=equal
-        fi
-        value=
-        for i in "${!CHECKPOINT_ARGS[@]}"; do
-            if [[ "${CHECKPOINT_ARGS[$i]}" == "${flag}" ]]; then value="${CHECKPOINT_ARGS[$((i + 1))]:-}"; fi
-        done
-        current="${!name:-}"
-        if [[ -z "${value}" || "${current}" == "${value}" ]]; then
-            continue
-        elif [[ ${mode} == taken ]]; then
-            if [[ -n "${current}" && "${DEFAULTED}" != *" ${name} "* ]]; then
-                echo "note: ${name}=${current} replaced by the checkpoint's ${flag} ${value} (${file}; its sizes are the checkpoint's)" >&2
-            fi
-            printf -v "${name}" '%s' "${value}"
-        elif [[ -z "${current}" || ( "${DEFAULTED}" == *" ${name} "* && ( ${mode} == equal || current -gt value ) ) ]]; then
-            printf -v "${name}" '%s' "${value}"
-        elif [[ ${mode} == equal || current -gt value ]]; then
-            echo "${name}=${current} (${flag}) does not agree with the checkpoint: ${file} has ${flag} ${value}." \
-                 "Every stage must use the checkpoint's ${flag}$([[ ${mode} == at-most ]] && echo " or less");" \
-                 "unset ${name} to take it from ${file}" >&2
-            return 2
-        fi
+        name="${pair%%[:<=]*}"
+        current+=(--current "${name}=${!name:-}")
     done
+    out="$(python -m fairseq_ext.cli.checkpoint_args --defaulted "${DEFAULTED}" "${current[@]}" -- "${init}" "$@")" \
+        || return $?
+    eval "${out}"
 }
 
 write_args_txt() {

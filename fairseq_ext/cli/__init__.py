@@ -11,6 +11,7 @@
 ``squad_sample``     the small SQuAD-format sample of the question-generation recipes
 ``hf_text``          text <-> token-id lines with a local Hugging Face tokenizer
 ``zcodepp_export``   a phase-one Z-Code++ checkpoint with the GDES delta folded in
+``checkpoint_args``  the model flags a recipe takes from ``args.txt`` (``scripts/lib.sh``)
 ==================  ===================================================================
 
 Each parses its arguments and calls the library; the data preparation commands are

@@ -1,7 +1,7 @@
 """The seam with fairseq 0.12.3 and torch: everything here depends on their internals.
 
 ==================  ==========================================================================
-``fixes``            the table of wrappers (one per fairseq function) and install / undo
+``fixes``            the patches (one wrapper per fairseq function, install / undo) and helpers
 ``distributed``      torchrun, CPU spawn and gloo, DDP on CPU, frozen modules, resuming
 ``generation``       n-gram blocking, beam size 1, the last batch, fairseq-interactive's input
 ``flags``            on-by-default booleans, ``--bf16`` without ``--tpu``, one-line CLI errors
@@ -18,6 +18,18 @@ An upgrade of fairseq or torch looks here and nowhere else: rerun
 registries of :mod:`.config_schema`.
 """
 
-from .fixes import FIXES, FIXES_BY_NAME, PROCESS_WIDE, applied, install, original, unchanged, uninstall
+from .fixes import (
+    FIXES,
+    FIXES_BY_NAME,
+    HELPERS,
+    PATCHES,
+    PROCESS_WIDE,
+    applied,
+    install,
+    original,
+    unchanged,
+    uninstall,
+)
 
-__all__ = ["FIXES", "FIXES_BY_NAME", "PROCESS_WIDE", "applied", "install", "original", "unchanged", "uninstall"]
+__all__ = ["FIXES", "FIXES_BY_NAME", "HELPERS", "PATCHES", "PROCESS_WIDE", "applied", "install", "original",
+           "unchanged", "uninstall"]

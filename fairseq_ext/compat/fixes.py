@@ -1,11 +1,12 @@
-"""The fixes table: every wrapper the plugin puts in place of a fairseq (or torch) object.
+"""The fixes tables: :data:`PATCHES`, every wrapper the plugin puts in place of a fairseq (or
+torch) object, and :data:`HELPERS`, the functions tasks call on an object fairseq built.
 
 One row (:class:`Fix`) per fairseq function: what goes wrong, why (the cause in fairseq's code),
 the release it was measured on, and the ``wrap`` that builds the replacement. Installing is one
 attribute swap per row, undoing the swap back (``is`` fairseq's own object again):
 :func:`install` / :func:`uninstall`, :func:`applied` for a ``with`` block, :func:`unchanged` to
 put back whatever a block changed. Only ``user_dir/__init__.py`` calls :func:`install`;
-importing the library changes nothing. Per-task rows name the ``function`` tasks call on an
+importing the library changes nothing. A helper row names the ``function`` tasks call on an
 object they build (a generator, a parser); nothing process-wide changes for them.
 """
 
@@ -172,9 +173,9 @@ def _set_allowlist(entries):
     torch.serialization.add_safe_globals(list(entries))
 
 
-#: Every fix, in the order :func:`install` applies them (and :func:`uninstall` undoes them
-#: backwards); at most one process-wide fix per fairseq attribute.
-FIXES = (
+#: The patches: process-wide fixes, in the order :func:`install` applies them (and
+#: :func:`uninstall` undoes them backwards); at most one per fairseq attribute.
+PATCHES = (
     AllowlistFix(
         "checkpoint_types_allowlisted",
         fixes="torch >= 2.6 reads fairseq checkpoints with weights_only=True and refuses them",
@@ -334,6 +335,11 @@ FIXES = (
         wrap=trusted_broadcast_receive,
         fairseq="ve-fairseq 0.12.3 on torch >= 2.6 (measured on torch 2.13)",
     ),
+)
+
+#: The helpers: per-task fixes, functions that tasks and models call on an object they build
+#: (a generator, a parser); nothing process-wide changes for them.
+HELPERS = (
     Fix(
         "prefix_ngram_blocking",
         fixes="--no-repeat-ngram-size banned nothing on CPU",
@@ -345,9 +351,11 @@ FIXES = (
     ),
     Fix(
         "decoder_beam_size",
-        fixes="a generator with beam 1 built after one with a larger beam (the hub builds one per "
-              "call) crashed in BART's beamable encoder-decoder attention",
-        why="EnsembleModel.set_decoder_beam_size tells the model its beam only when it is above 1",
+        fixes="with --eval-rouge and a beam above 1, the validation (and training) loss of BART-based models "
+              "read every beam-th row of the encoder keys, or crashed; a generator of beam 1 built after one "
+              "with a larger beam (the hub builds one per call) crashed in BART's beamable attention",
+        why="SequenceGenerator.__init__ sets the beam size on the models themselves, for good, and only when "
+            "it is above 1 (EnsembleModel.set_decoder_beam_size)",
         function=fix_decoder_beam_size,
         applied_by="fairseq_ext.decoding.plugin_generator (every summarization task's build_generator)",
     ),
@@ -362,11 +370,14 @@ FIXES = (
     ),
 )
 
+#: Every row of both tables.
+FIXES = PATCHES + HELPERS
+
 #: :data:`FIXES` by name.
 FIXES_BY_NAME = {fix.name: fix for fix in FIXES}
 
-#: The fixes :func:`install` applies.
-PROCESS_WIDE = tuple(fix for fix in FIXES if fix.process_wide)
+#: The fixes :func:`install` applies: the patches.
+PROCESS_WIDE = PATCHES
 
 
 def install():

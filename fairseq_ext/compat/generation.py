@@ -1,4 +1,4 @@
-"""fairseq 0.12.3's decoding and its input: the CPU n-gram blocker, the beam size of beam 1,
+"""fairseq 0.12.3's decoding and its input: the CPU n-gram blocker, the beam size kept to generation,
 the last batch ``batch_by_size`` drops, and fairseq-interactive's undecodable lines.
 """
 
@@ -42,19 +42,51 @@ def fix_ngram_blocking(generator):
 
 
 def fix_decoder_beam_size(generator):
-    """Tell every model of a ``SequenceGenerator`` its beam size, 1 included; returns the
-    generator."""
+    """Make a ``SequenceGenerator`` tell its models their beam size only while it generates:
+    beam 1 (the model as trained) before and after, its own beam (1 included) during; returns
+    the generator.
+
+    fairseq's ``SequenceGenerator.__init__`` sets the beam of beamable encoder-decoder attention
+    (BART's ``set_beam_size``) on the models themselves, for good, and only above 1. A model
+    shared with training and the validation loss (``--eval-rouge`` builds its generator with
+    the model) then folds every ``beam`` rows of the keys into one in its teacher-forced forward::
+
+        keys (T, 6, C), beam 3  ->  (T, 2, C): rows 0 and 3 stand for all six   (wrong loss)
+        keys (T, 6, C), beam 4  ->  view error                                   (crash)
+
+    and a generator of beam 1 built after one of a larger beam (the hub builds one per call)
+    kept the larger one."""
     ensemble = getattr(generator, "model", None)
-    if generator.beam_size > 1 or ensemble is None:
-        return generator  # fairseq set it in SequenceGenerator.__init__
-    for model in getattr(ensemble, "models", []):
+    models = list(getattr(ensemble, "models", []))
+    if not models or getattr(generator, "_beam_while_generating", False):
+        return generator
+    beam, generate = generator.beam_size, generator._generate
+    set_beam_size(models, 1)
+
+    @functools.wraps(generate)
+    def generating(*args, **kwargs):
+        set_beam_size(models, beam)
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            set_beam_size(models, 1)
+
+    generator._generate = generating
+    generator._beam_while_generating = True
+    return generator
+
+
+def set_beam_size(models, beam):
+    """Tell every model that has beamable attention its beam size, 1 included (BART's
+    ``set_beam_size`` swaps in a no-op encoder reorder for a beam above 1; at 1 the encoder's own
+    reorder is put back)."""
+    for model in models:
         if getattr(model, "set_beam_size", None) is None:
             continue
-        model.set_beam_size(1)
+        model.set_beam_size(beam)
         encoder = getattr(model, "encoder", None)
-        if encoder is not None and "reorder_encoder_out" in vars(encoder):
-            del encoder.reorder_encoder_out  # BART's set_beam_size swapped in a no-op reorder
-    return generator
+        if beam == 1 and encoder is not None and "reorder_encoder_out" in vars(encoder):
+            del encoder.reorder_encoder_out
 
 
 def keep_last_batch(batch_by_size):

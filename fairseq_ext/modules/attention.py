@@ -13,7 +13,10 @@ slot, :mod:`fairseq_ext.prophetnet.attention`):
 * :func:`shared_source_attention`: one decoding step whose keys are a source shared by the
   beams of a sentence (kept once per sentence) followed by each beam's own keys.
 
-Masks are boolean, ``True`` = may attend, broadcastable to the scores ``(..., Lq, Lk)``.
+Two boolean mask polarities, each named for what ``True`` means: ``allowed``, ``True`` = may
+attend, broadcastable to the scores ``(..., Lq, Lk)``; ``key_padding_mask`` ``(B, S)``, ``True``
+at padding, as fairseq's encoders give it (the biased cores take that one: their callers hold
+fairseq's padding mask).
 """
 
 import torch

@@ -6,7 +6,7 @@
 with token, position and source embeddings and fully causal attention.
 """
 
-from .data import ArticleDataset, DelimiterDataset
+from .data import DelimiterDataset
 from .embedding import JointEmbedding, init_source_embeddings, mean_row_norm
 from .layout import (
     ARTICLE,
@@ -21,7 +21,6 @@ __all__ = [
     "ARTICLE",
     "DELIMITER",
     "SUMMARY",
-    "ArticleDataset",
     "DelimiterDataset",
     "JointEmbedding",
     "article_targets",

@@ -13,37 +13,6 @@ The binarized pair ``(a_1 .. a_M </s>, s_1 .. s_N </s>)`` becomes
 import numpy as np
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
-from ..summarization_data import ArraySizes, prefix_truncate
-
-
-class ArticleDataset(ArraySizes, BaseWrapperDataset):
-    """``prefix + item`` without its final ``</s>``, cut to ``max_len`` tokens.
-
-    Args:
-        dataset: 1-D LongTensors (binarized articles, usually ending with ``eos``).
-        prefix: LongTensor put before every article (``<s>`` and an optional instruction).
-        max_len: the longest output, prefix included; ``None`` for no limit.
-        eos: the end-of-sentence index, dropped from the end of each item.
-    """
-
-    def __init__(self, dataset, prefix, max_len, eos):
-        super().__init__(dataset)
-        self.prefix = prefix.long()
-        self.max_len = max_len
-        self.eos = eos
-        if max_len is not None and len(self.prefix) >= max_len:
-            raise ValueError(
-                f"the article prefix has {len(self.prefix)} tokens, which leaves no room for the "
-                f"article in {max_len} positions"
-            )
-        # every binarized item ends with eos (fairseq-preprocess appends it), which is dropped
-        sizes = np.asarray(dataset.sizes) - 1 + len(self.prefix)
-        self._sizes = sizes if max_len is None else np.minimum(sizes, max_len)
-
-    def __getitem__(self, index):
-        item = self.dataset[index]
-        return prefix_truncate(item, self.prefix, self.max_len, self.eos, end_with_eos=False)  # (K + |prefix|,)
-
 
 class DelimiterDataset(BaseWrapperDataset):
     """A :class:`~fairseq.data.LanguagePairDataset` whose decoder input starts with ``delim``

@@ -101,6 +101,7 @@ def bare_fairseq():
 
 def test_every_entry_says_what_why_on_which_fairseq_and_how_it_is_applied():
     assert len({fix.name for fix in FIXES}) == len(FIXES)
+    assert all(fix.process_wide for fix in compat.PATCHES) and not any(fix.process_wide for fix in compat.HELPERS)
     for fix in FIXES:
         assert fix.fixes and fix.why and "0.12.3" in fix.fairseq and fix.applied_by
         if fix.process_wide:

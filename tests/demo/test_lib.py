@@ -1,5 +1,7 @@
 """``scripts/lib.sh``'s helpers for data folders and for the model flags a recipe reads from
-``args.txt`` beside ``INIT`` (fast: bash only, plus one ``python -c`` for shell quoting)."""
+``args.txt`` beside ``INIT`` (``args_from_checkpoint``, whose rules are
+``fairseq_ext/cli/checkpoint_args.py``): through bash as a recipe calls them, and the rules
+directly."""
 
 import os
 import subprocess
@@ -56,3 +58,43 @@ def test_values_set_by_the_user_must_agree(init):
 def test_without_args_txt_nothing_changes(tmp_path):
     done = bash(RECIPE, INIT=str(tmp_path / "model.pt"))
     assert done.stdout.splitlines()[-1] == "bart_ls_large 16384 1024 7 | "
+
+
+# ---------------------------------------------------------------- the rules, in Python
+WORDS = ["--arch", "bart_ls_tiny", "--max-source-positions", "512", "--block-size", "16"]
+PAIRS = [("ARCH", "taken", "--arch"), ("SOURCE_POSITIONS", "at-most", "--max-source-positions"),
+         ("BLOCK_SIZE", "equal", "--block-size")]
+
+
+def test_each_mode_of_a_pair():
+    """``:=`` takes the checkpoint's value (a note when the user's is replaced), ``<=`` lowers
+    a default and keeps a smaller value, ``=`` fills an unset or defaulted value."""
+    from fairseq_ext.cli.checkpoint_args import resolve
+
+    current = {"ARCH": "bart_ls_base", "SOURCE_POSITIONS": "16384", "BLOCK_SIZE": ""}
+    assignments, notes = resolve(WORDS, PAIRS, current, {"SOURCE_POSITIONS"})
+    assert assignments == {"ARCH": "bart_ls_tiny", "SOURCE_POSITIONS": "512", "BLOCK_SIZE": "16"}
+    assert notes == ["note: ARCH=bart_ls_base replaced by the checkpoint's --arch bart_ls_tiny (args.txt; its sizes "
+                     "are the checkpoint's)"]
+    assignments, notes = resolve(WORDS, PAIRS, {"SOURCE_POSITIONS": "256", "BLOCK_SIZE": "16"}, set())
+    assert assignments == {"ARCH": "bart_ls_tiny"} and notes == []  # fewer positions, the same block: kept
+
+
+@pytest.mark.parametrize("name, value", [("SOURCE_POSITIONS", "1024"), ("BLOCK_SIZE", "64"), ("BLOCK_SIZE", "8")])
+def test_a_value_the_user_set_that_the_checkpoint_does_not_allow_names_both(name, value):
+    from fairseq_ext.cli.checkpoint_args import Disagreement, resolve
+
+    with pytest.raises(Disagreement, match=f"{name}={value} .* does not agree with the checkpoint"):
+        resolve(WORDS, PAIRS, {name: value}, set())
+
+
+def test_pairs_are_parsed_strictly_and_values_quoted_for_bash(tmp_path, capsys):
+    from fairseq_ext.cli.checkpoint_args import main, parse_pair
+
+    assert parse_pair("A<=--max-source-positions") == ("A", "at-most", "--max-source-positions")
+    with pytest.raises(ValueError, match="not NAME=FLAG"):
+        parse_pair("A;rm=--arch")
+    (tmp_path / "args.txt").write_text("--instruction 'a b; $(touch x)' --arch t\n")
+    assert main(["--current", "ARCH=", "--", str(tmp_path / "model.pt"), "ARCH:=--arch"]) == 0
+    out = capsys.readouterr().out
+    assert "'a b; $(touch x)'" in out and out.splitlines()[-1] == "ARCH=t"

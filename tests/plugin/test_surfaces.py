@@ -14,6 +14,7 @@ ACLSum (sentencepiece; s2s-ft and ProphetNet's converted-checkpoint data: BERT W
 
 import contextlib
 import io
+import json
 import logging
 import re
 import shutil
@@ -175,6 +176,39 @@ def test_interactive_repairs_a_line_of_invalid_utf8_and_goes_on(trained, monkeyp
 
 
 # ---------------------------------------------------------------- hub (item 4)
+
+
+def _validation_loss(data, checkpoint, overrides, generate_first=False):
+    """The criterion's loss on 6 validation pairs of the model loaded with ``overrides``
+    (after a beam-4 generation of them, with ``generate_first``)."""
+    import torch
+    from fairseq import checkpoint_utils
+
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(checkpoint)], arg_overrides={"data": str(data), **overrides})
+    model = models[0].eval()
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    sample = dataset.collater([dataset[i] for i in range(6)])
+    if generate_first:
+        task.inference_step(task.sequence_generator, [model], sample)
+    with torch.no_grad():
+        loss, _, _ = task.build_criterion(cfg.criterion)(model, sample)
+    return loss.item()
+
+
+@pytest.mark.parametrize("beam", [3, 4])
+def test_the_validation_generator_s_beam_stays_out_of_the_loss(trained, beam):
+    """``--eval-rouge`` with a beam above 1 builds the validation generator with the very model
+    whose loss is computed: the loss of 6 pairs (not a multiple of 4) is the loss without it,
+    before and after a beam search (fairseq put the beam on the model for good: BART's
+    beamable attention then folded every beam rows of the keys into one, or crashed)."""
+    name, family, data, save = trained
+    checkpoint = save / "checkpoint_last.pt"
+    plain = _validation_loss(data, checkpoint, {})
+    rouge = {"eval_rouge": True, "eval_rouge_args": json.dumps({"beam": beam, "max_len_b": 6})}
+    assert _validation_loss(data, checkpoint, rouge) == plain
+    assert _validation_loss(data, checkpoint, rouge, generate_first=True) == plain
 
 
 def test_hub_beam_4_then_1_then_3_on_one_object(trained):

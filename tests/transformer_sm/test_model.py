@@ -16,8 +16,8 @@ from fairseq.data import Dictionary
 
 import user_dir  # noqa: F401  (registers the plugin)
 from fairseq_ext.compat.generation import PrefixNGramRepeatBlock
+from fairseq_ext.summarization_data import PrefixTruncateDataset
 from fairseq_ext.transformer_sm import article_targets, causal_mask, mean_row_norm, summary_positions
-from fairseq_ext.transformer_sm.data import ArticleDataset
 from parity import BEAM_REORDERS, BEAMS, REORDER_STEPS, SENTENCES, incremental_with_reorders, perturb_parameters
 from toys import toy_dictionary
 from user_dir.criterions.transformer_sm import TransformerSMCriterion
@@ -103,11 +103,11 @@ def test_article_dataset_drops_eos_prepends_start_and_truncates():
         def __len__(self):
             return 2
 
-    ds = ArticleDataset(Items(), torch.tensor([0]), max_len=3, eos=2)
+    ds = PrefixTruncateDataset(Items(), torch.tensor([0]), max_len=3, eos=2, end_with_eos=False)
     assert ds[0].tolist() == [0, 5, 6] and ds[1].tolist() == [0, 9]
     assert list(ds.sizes) == [3, 2]
     with pytest.raises(ValueError, match="no room"):
-        ArticleDataset(Items(), torch.tensor([0, 4, 4]), max_len=3, eos=2)
+        PrefixTruncateDataset(Items(), torch.tensor([0, 4, 4]), max_len=3, eos=2, end_with_eos=False)
 
 
 def test_max_tokens_counts_the_joint_row():

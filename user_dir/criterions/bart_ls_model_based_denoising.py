@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
-from fairseq import metrics, utils
+from fairseq import utils
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterionConfig,
     label_smoothed_nll_loss,
 )
 from fairseq.data.language_pair_dataset import collate
+from fairseq.logging import metrics
 
 from fairseq_ext.bart_ls.model_based import MaskedSpanScorer, scorer_mask_input, select_hardest_spans
 from fairseq_ext.compat.checkpoint import safe_load

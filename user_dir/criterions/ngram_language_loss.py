@@ -10,13 +10,14 @@ are excluded (as eq. 3 does) and smoothing is fairseq's ``eps / (V - 1)``.
 import math
 from dataclasses import dataclass, field
 
-from fairseq import metrics, utils
+from fairseq import utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterion,
     LabelSmoothedCrossEntropyCriterionConfig,
     label_smoothed_nll_loss,
 )
+from fairseq.logging import metrics
 
 from fairseq_ext.prophetnet.loss import ngram_targets, stream_weights
 

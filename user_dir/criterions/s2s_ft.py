@@ -6,13 +6,14 @@ count; ``--coverage-loss-weight`` adds See et al.'s coverage loss (Eq. 13).
 import math
 from dataclasses import dataclass, field
 
-from fairseq import metrics, utils
+from fairseq import utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterion,
     LabelSmoothedCrossEntropyCriterionConfig,
     label_smoothed_nll_loss,
 )
+from fairseq.logging import metrics
 
 from fairseq_ext.modules.pointer_generator import coverage_loss
 

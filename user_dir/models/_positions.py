@@ -6,22 +6,17 @@ value (``II("task.max_source_positions")``) then fills in its own default here, 
 ``build_model``, and the task reads the result back from ``model.max_positions()``.
 """
 
+import contextlib
+
 from omegaconf import DictConfig, open_dict
 
 
 def fill_positions(cfg, source, target):
     """Set ``cfg.max_source_positions``/``max_target_positions`` left as None to ``source`` /
     ``target`` (``target`` first: ``source`` may be a function of the target limit)."""
-    with open_dict(cfg) if isinstance(cfg, DictConfig) else _nothing():
+    with open_dict(cfg) if isinstance(cfg, DictConfig) else contextlib.nullcontext():
         if cfg.max_target_positions is None:
             cfg.max_target_positions = target
         if cfg.max_source_positions is None:
             cfg.max_source_positions = source(cfg.max_target_positions) if callable(source) else source
 
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from fairseq.tasks import register_task
 
-from fairseq_ext.summarization_data import log_overlong
-from fairseq_ext.transformer_sm import DELIMITER, ArticleDataset, DelimiterDataset
+from fairseq_ext.summarization_data import PrefixTruncateDataset, log_overlong
+from fairseq_ext.transformer_sm import DELIMITER, DelimiterDataset
 
 from ..interfaces import JointRowTask
 from .abstractive_summarization import AbstractiveSummarizationConfig, AbstractiveSummarizationTask
@@ -71,7 +71,8 @@ class TransformerSMTask(AbstractiveSummarizationTask, JointRowTask):
         limit = self.source_limit
         sizes = np.asarray(dataset.sizes) - 1 + len(prefix)
         log_overlong(split, sizes, limit, "articles (with <s>)", self.cfg.truncate_source)
-        return ArticleDataset(dataset, prefix, limit if self.cfg.truncate_source else None, self.src_dict.eos())
+        return PrefixTruncateDataset(dataset, prefix, limit if self.cfg.truncate_source else None, self.src_dict.eos(),
+                                     end_with_eos=False, what="the article prefix")
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
