@@ -21,7 +21,7 @@ import re
 import torch
 
 from . import model_file
-from .config_schema import ConfigRefused, validate_checkpoint_config, validate_values
+from .config_schema import ConfigRefused, _preview, validate_checkpoint_config, validate_values
 from .errors import CheckpointError, CorruptCheckpointError, ModelFileRefused, UntrustedCheckpointError
 from .renamed_flags import add_new_fields, upgrade_checkpoint_config
 
@@ -301,11 +301,6 @@ def _is_literal(value):
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return True
-
-
-def _preview(value, limit=80):
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _real_global(name):

@@ -113,8 +113,8 @@ def test_model_outputs_do_not_depend_on_padding(data_dir, mechanism):
 
 @pytest.mark.parametrize("mechanism", ["block", "overlapping", "global"])
 def test_short_batches_at_the_default_block_and_global_sizes(data_dir, mechanism):
-    """Block 1024 with 64 global tokens (the defaults): every batch of at most 64 tokens used to
-    crash global attention. Sources of 1 to 70 tokens, pooled top layer, padding-invariant."""
+    """Block 1024 with 64 global tokens (the defaults): batches of at most 64 tokens work in
+    every attention. Sources of 1 to 70 tokens, pooled top layer, padding-invariant."""
     task, model = build(data_dir, "bart_ls_tiny", "--encoder-attention", mechanism, "--block-size", "1024",
                         "--global-tokens", "64", "--pooling-layers", "1")
     perturb_parameters(model, seed=7)
@@ -155,8 +155,8 @@ def test_converter_tiles_positions_and_adds_rows(data_dir):
      (["--block-size", "0"], "--block-size must be positive")],
 )
 def test_converter_validates_flags_before_writing(data_dir, tmp_path, flags, message):
-    """A bad value is refused at conversion, naming the flag (it used to be written into the
-    checkpoint, e.g. negative pooling layer indices, and fail only at load)."""
+    """A bad value (e.g. negative pooling layer indices) is refused at conversion, naming the
+    flag, before anything is written."""
     _, bart = build(data_dir, "bart_summ_tiny", *SIZES, "--max-source-positions", str(BART_POSITIONS))
     bart_path = tmp_path / "bart.pt"
     model_cfg = Namespace(encoder_layers=2, encoder_embed_dim=32, encoder_attention_heads=2)  # what fairseq saves

@@ -56,10 +56,10 @@ def test_span_counts_are_t5s_wherever_t5s_split_exists():
         else:  # more non-empty spans than tokens: the largest possible number instead
             assert spans == min(noise, length - noise), (length, density, mean)
             capped += 1
-    assert capped > 0  # the sweep does reach the cases the BART-LS copy crashed on
+    assert capped > 0  # the sweep reaches the capped cases
 
 
-def test_the_case_one_copy_crashed_on():
+def test_one_noise_token_makes_one_span():
     """Length 3, density 0.0625, mean span 0.5: 1 noise token, so 1 span (not 2)."""
     assert tuple(int(x) for x in span_counts(3, 0.0625, 0.5)) == (1, 1)
     mask = random_spans_noise_mask(3, 0.0625, 0.5, torch.Generator().manual_seed(0))

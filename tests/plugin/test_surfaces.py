@@ -2,14 +2,14 @@
 a tiny model trained for one update at short limits (64 source, 24 target tokens) on real
 ACLSum (sentencepiece; s2s-ft and ProphetNet's converted-checkpoint data: BERT WordPiece):
 
-* fairseq-generate and fairseq-interactive without length flags take the model's limits
-  (the task's default used to be 1024: "Size of sample #0 is invalid");
-* fairseq-interactive reads documents on stdin and prints summaries (it crashed on the list
-  of lengths it hands the task);
-* the hub: beam 4 then beam 1 on one object (a stale decoder beam size crashed BART), bad
-  input refused with an error that names it, input cleaned as ``preprocess`` cleans, the text
-  codec found beside the data or the checkpoint or refused (it used to fall back to
-  whitespace tokens, mostly ``<unk>``).
+* fairseq-generate and fairseq-interactive without length flags take the model's limits, not
+  the task's 1024;
+* fairseq-interactive reads documents on stdin (a list of lengths reaches the task) and prints
+  summaries;
+* the hub: beam 4 then beam 1 on one object, bad input refused with an error that names it,
+  input cleaned as ``preprocess`` cleans, the text codec found beside the data or the
+  checkpoint or refused (never whitespace tokens);
+* the validation generator's beam never reaches the loss.
 """
 
 import contextlib
@@ -201,8 +201,7 @@ def _validation_loss(data, checkpoint, overrides, generate_first=False):
 def test_the_validation_generator_s_beam_stays_out_of_the_loss(trained, beam):
     """``--eval-rouge`` with a beam above 1 builds the validation generator with the very model
     whose loss is computed: the loss of 6 pairs (not a multiple of 4) is the loss without it,
-    before and after a beam search (fairseq put the beam on the model for good: BART's
-    beamable attention then folded every beam rows of the keys into one, or crashed)."""
+    before and after a beam search: the beam is the model's only while the generator runs."""
     name, family, data, save = trained
     checkpoint = save / "checkpoint_last.pt"
     plain = _validation_loss(data, checkpoint, {})
