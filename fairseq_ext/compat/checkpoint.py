@@ -205,6 +205,10 @@ def load_model_ensemble_and_task(load_model_ensemble_and_task):
             cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
             model_file.check_declared_sizes(cfg.model, state.get("model") or {}, path)
             if task is None:
+                if cfg.task is not None and "data" in cfg.task and cfg.task.data is None:
+                    model_file.refuse(path, "cfg.task.data: the data directory comes from the caller, never from a "
+                                            "model file: pass it (arg_overrides={'data': DIR}, the hub's "
+                                            "data_name_or_path, the command line's DATA)")
                 task = tasks.setup_task(cfg.task, from_checkpoint=True)
             model_file.check_model_shapes(_builder(task), cfg.model, state.get("model") or {}, path, strict)
             models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1, state)

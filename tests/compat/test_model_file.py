@@ -91,6 +91,14 @@ def test_the_run_s_settings_and_paths_are_not_taken_from_the_file(good_state, tm
     assert "cfg.generation.sampling" in caplog.text and str(path) in caplog.text
 
 
+def test_without_the_caller_s_data_directory_the_load_says_so_in_one_line(bart_tiny_checkpoint):
+    from fairseq import checkpoint_utils
+
+    with pytest.raises(CheckpointError, match=r"cfg\.task\.data: the data directory comes from the caller") as err:
+        checkpoint_utils.load_model_ensemble_and_task([str(bart_tiny_checkpoint)])
+    assert str(bart_tiny_checkpoint) in str(err.value) and "\n" not in str(err.value)
+
+
 def test_legacy_args_keep_the_model_and_lose_the_run(good_state, tmp_path):
     state = hostile.legacy_args_backslash_quote(good_state, tmp_path)
     state["args"].eval_rouge_args = None

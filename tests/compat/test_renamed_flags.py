@@ -105,8 +105,10 @@ def train_argv(data, task, arch, criterion, *flags):
     return [str(data), "--user-dir", USER_DIR, "--task", task, "--arch", arch, "--criterion", criterion, *flags]
 
 
-def load(path):
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)])
+def load(path, data):
+    """The model, config and task of ``path``, with the caller's data directory (a model file
+    names none)."""
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides={"data": str(data)})
     return models[0], cfg, task
 
 
@@ -127,7 +129,7 @@ def test_old_zcodepp_checkpoint_keeps_its_relative_positions(tmp_path):
         ("model", "mean_span_length"): ("mean_noise_span_length", 2.5),
         ("task", "mean_span_length"): ("mean_noise_span_length", 2.5),
     })
-    model, cfg, task = load(path)
+    model, cfg, task = load(path, data)
     assert (model.encoder.relative_buckets, model.encoder.relative_max_distance) == (8, 20)
     assert task.cfg.mean_span_length == 2.5 and same_weights(model, built)
 
@@ -140,7 +142,7 @@ def test_old_s2s_ft_checkpoint_keeps_its_noise_shares(tmp_path):
         ("model", "random_token_prob"): ("random_ratio", 0.3),
         ("model", "leave_unmasked_prob"): ("mask_ratio", 0.5),
     })
-    model, _, _ = load(path)
+    model, _, _ = load(path, data)
     assert (model.cfg.random_token_prob, model.cfg.leave_unmasked_prob) == (0.3, 0.2)
     assert same_weights(model, built)
 
@@ -157,7 +159,7 @@ def test_old_prophetnet_pretraining_checkpoint_keeps_its_masking(tmp_path):
         ("task", "random_token_prob"): ("random_replace_prob", 0.05),
         ("task", "leave_unmasked_prob"): ("mask_replace_prob", 0.8),
     })
-    model, cfg, task = load(path)
+    model, cfg, task = load(path, data)
     assert cfg.model.relative_buckets == 8 and same_weights(model, built)
     assert (task.cfg.mask_prob, task.cfg.random_token_prob, task.cfg.leave_unmasked_prob) == (0.2, 0.05, 0.15)
 

@@ -47,10 +47,11 @@ def squad_data(tmp_path_factory):
     return tmp / "out" / "bin"
 
 
-def validation_bleu(checkpoint, tmp_path):
-    """Re-run validation of ``checkpoint`` as fairseq-train does (several batches, the task's
-    valid_step and reduce_metrics); returns (logged bleu, hypotheses file, references file)."""
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+def validation_bleu(checkpoint, data, tmp_path):
+    """Re-run validation of ``checkpoint`` on ``data`` as fairseq-train does (several batches, the
+    task's valid_step and reduce_metrics); returns (logged bleu, hypotheses file, references file)."""
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
+                                                                      arg_overrides={"data": str(data)})
     model = models[0].eval()
     criterion = task.build_criterion(cfg.criterion)
     task.load_dataset("valid")
@@ -86,7 +87,7 @@ def test_eval_bleu_picks_the_best_checkpoint_and_equals_sacrebleu(squad_data, tm
     assert best["cfg"]["checkpoint"]["best_checkpoint_metric"] == "bleu"
     logged_in_training = best["extra_state"]["val_loss"]  # the bleu of the epoch it was saved at
     assert best["extra_state"]["best"] == logged_in_training
-    logged, hyp, ref = validation_bleu(save / "checkpoint_best.pt", tmp_path)
+    logged, hyp, ref = validation_bleu(save / "checkpoint_best.pt", squad_data, tmp_path)
     assert logged == logged_in_training
     assert f"{logged:.2f}" == sacrebleu_cli(ref, hyp)
     assert logged > 0  # a degenerate 0 == 0 would prove nothing
