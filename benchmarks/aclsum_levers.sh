@@ -151,7 +151,7 @@ from pathlib import Path
 
 sys.path.insert(0, "scripts")
 from rouge_table import read_scores
-from fairseq_ext.rouge.fluency import fluency_of_file
+from fairseq_ext.scoring.fluency import fluency_of_file
 
 run, name, updates, wall, cpu, gen, table = sys.argv[1:]
 run = Path(run)

@@ -23,7 +23,7 @@ from typing import Dict, List, Tuple
 PARTS: List[Tuple[str, Tuple[str, ...]]] = [
     # whole processes (py-spy's root frame names the process and its command line)
     ("data preparation (python -m preprocess.*)", ("preprocess.prepare", "fairseq_cli/preprocess")),
-    ("ROUGE, LEAD-3, tables and plots", ("files2rouge", "fairseq_ext.rouge", "rouge_table", "plot_training",
+    ("ROUGE, LEAD-3, tables and plots", ("files2rouge", "fairseq_ext.scoring.rouge", "rouge_table", "plot_training",
                                          "join_lines")),
     # inside fairseq-train and fairseq-generate
     ("checkpoint saving", ("save_checkpoint",)),

@@ -4,7 +4,7 @@
     python scripts/rouge_table.py model=runs/rouge-model.txt LEAD-3=runs/rouge-lead3.txt \\
         --summaries model=runs/test.hyp --summaries LEAD-3=runs/lead3.hyp --references runs/test.ref
 
-With ``--summaries`` the table gains the fluency columns of :mod:`fairseq_ext.rouge.fluency`
+With ``--summaries`` the table gains the fluency columns of :mod:`fairseq_ext.scoring.fluency`
 (share of summaries with a word repeated back to back, share of repeated word bigrams), and
 ``--references`` adds the references' own figures as a last row.
 """
@@ -12,7 +12,7 @@ With ``--summaries`` the table gains the fluency columns of :mod:`fairseq_ext.ro
 import argparse
 import re
 
-from fairseq_ext.rouge.fluency import HEADER, cells, fluency_of_file
+from fairseq_ext.scoring.fluency import HEADER, cells, fluency_of_file
 
 LINE = re.compile(r"^\d+ ROUGE-(\w+) Average_F: ([\d.]+) \(95%-conf\.int\. ([\d.]+) - ([\d.]+)\)")
 

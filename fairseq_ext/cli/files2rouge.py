@@ -14,10 +14,10 @@ import argparse
 import sys
 import time
 
-from ..rouge.backends import BACKENDS, check_supported, evaluate
-from ..rouge.files import read_lines
-from ..rouge.options import DEFAULT_ROUGE_ARGS, Rouge155Options
-from ..rouge.scoring import DEFAULT_EOS, split_sentences
+from ..scoring.rouge.backends import BACKENDS, check_supported, evaluate
+from ..scoring.rouge.files import read_lines
+from ..scoring.rouge.options import DEFAULT_ROUGE_ARGS, Rouge155Options
+from ..scoring.rouge.scores import DEFAULT_EOS, split_sentences
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,8 +1,8 @@
-"""``python -m fairseq_ext.cli.fluency``: the command of :mod:`fairseq_ext.rouge.fluency`."""
+"""``python -m fairseq_ext.cli.fluency``: the command of :mod:`fairseq_ext.scoring.fluency`."""
 
 import argparse
 
-from ..rouge.fluency import fluency_of_file, table
+from ..scoring.fluency import fluency_of_file, table
 
 DESCRIPTION = "Fluency beside ROUGE: how often summaries stutter and repeat themselves, on whole words."
 

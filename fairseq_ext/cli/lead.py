@@ -1,10 +1,10 @@
-"""``python -m fairseq_ext.cli.lead``: the command of :mod:`fairseq_ext.rouge.lead`."""
+"""``python -m fairseq_ext.cli.lead``: the command of :mod:`fairseq_ext.data.lead`."""
 
 import argparse
 
 from ..data.corpora import ACLSUM_SOURCE_SECTIONS, read_aclsum_records
-from ..rouge.files import read_lines
-from ..rouge.lead import DEFAULT_LEAD, lead_lines, lead_n
+from ..data.lead import DEFAULT_LEAD, lead_lines, lead_n
+from ..scoring.rouge.files import read_lines
 
 DESCRIPTION = "LEAD-n: the first n sentences of each source document, the standard extractive baseline."
 

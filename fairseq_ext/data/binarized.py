@@ -10,6 +10,7 @@ fairseq's two index layouts (``fairseq/data/indexed_dataset.py``, 0.12.3)::
             PREFIX.bin = data_offsets[-1] * itemsize bytes
 """
 
+import itertools
 import os
 import struct
 
@@ -130,3 +131,25 @@ def check_pair(source_prefix, target_prefix) -> int:
             "source and target must be binarized from aligned files"
         )
     return sources
+
+
+def check_split(data_path, split, src, tgt):
+    """Refuse a binarized split that is missing a file, empty, truncated or unaligned, naming the
+    file (fairseq 0.12.3 would fail later or without naming it); shards ``split1``, ``split2``,
+    ... are checked as fairseq's ``combine`` finds them."""
+    for shard in itertools.count():
+        name = split + (str(shard) if shard > 0 else "")
+        forward, backward = f"{name}.{src}-{tgt}", f"{name}.{tgt}-{src}"
+        pair = next((p for p in (forward, backward) if _any_file(os.path.join(data_path, f"{p}.{src}"))), None)
+        if pair is None:
+            if shard == 0:
+                raise FileNotFoundError(
+                    f"no binarized {split} split in {data_path}: expected {forward}.{src}.idx/.bin "
+                    f"and {forward}.{tgt}.idx/.bin (python -m preprocess.prepare writes them)"
+                )
+            return
+        check_pair(os.path.join(data_path, f"{pair}.{src}"), os.path.join(data_path, f"{pair}.{tgt}"))
+
+
+def _any_file(prefix):
+    return os.path.isfile(prefix + ".idx") or os.path.isfile(prefix + ".bin")

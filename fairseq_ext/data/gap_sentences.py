@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..rouge.tokenizer import rouge155_tokens
+from ..scoring.rouge.tokenizer import rouge155_tokens
 from .corpora import load_wiki
 from .prepare import check_out_dir
 

@@ -1,5 +1,8 @@
-"""Scores for generated text beyond ROUGE (:mod:`fairseq_ext.rouge`).
+"""Every metric of the project: the place a new one goes.
 
+- :mod:`.rouge`: ROUGE as ROUGE-1.5.5 computes it (files2rouge's backends, validation's
+  per-pair F); not imported here.
+- :mod:`.fluency`: back-to-back repeats and repeated bigrams of summaries.
 - :mod:`.bleu`: corpus BLEU through sacrebleu, as sufficient statistics that add up over
   batches (validation during training) and equal the ``sacrebleu`` command line.
 - :mod:`.meteor`: nltk's METEOR when the WordNet data are installed, else a plain reason.

@@ -7,8 +7,8 @@ The published figures (Du et al. 2017's scripts) use tokenized, lower-cased BLEU
 
 
 
-from fairseq_ext.rouge.files import read_lines
-from fairseq_ext.rouge.scoring import score_corpus
+from fairseq_ext.scoring.rouge.files import read_lines
+from fairseq_ext.scoring.rouge.scores import score_corpus
 
 from .bleu import BleuStats, bleu_metric, bleu_signature
 from .meteor import METEOR_NAME, corpus_meteor, meteor_unavailable_reason
@@ -50,7 +50,7 @@ def format_scores(result: dict, width: int = 2) -> str:
     return "\n".join([
         f"BLEU-4   {result['bleu']:.{width}f}  sacrebleu {result['bleu_signature']}  "
         f"({precisions}, BP {result['bleu_bp']:.3f}, {result['pairs']} pairs)",
-        f"ROUGE-L  {result['rougeL']:.{width}f}  F1 x 100, ROUGE-1.5.5 (fairseq_ext.rouge), "
+        f"ROUGE-L  {result['rougeL']:.{width}f}  F1 x 100, ROUGE-1.5.5 (fairseq_ext.scoring.rouge), "
         f"95% interval {low:.{width}f}-{high:.{width}f}",
         meteor,
     ])  # fmt: skip

@@ -8,8 +8,8 @@ import json
 
 from fairseq.logging import metrics
 
-from ..rouge.scoring import sentence_rouge
 from .bleu import BLEU_ORDER, BleuStats
+from .rouge.scores import sentence_rouge
 
 KEYS = ("_bleu_sys_len", "_bleu_ref_len")
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")

@@ -1,4 +1,4 @@
-"""Fluency figures (``fairseq_ext.rouge.fluency``) and the fluency columns of scripts/rouge_table.py."""
+"""Fluency figures (``fairseq_ext.scoring.fluency``) and the fluency columns of scripts/rouge_table.py."""
 
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import pytest
 
 from fairseq_ext.cli.fluency import main
 from fairseq_ext.cli.lead import aclsum_lead_lines
-from fairseq_ext.rouge.fluency import back_to_back, fluency, repeated_bigrams, words
+from fairseq_ext.scoring.fluency import back_to_back, fluency, repeated_bigrams, words
 
 REPO = Path(__file__).resolve().parents[2]
 ISSUE_EXAMPLES = ["machine translation translation systems", "analogical learning learning",

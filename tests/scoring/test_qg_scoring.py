@@ -105,7 +105,7 @@ def test_scorer_prints_signature_rouge_l_and_says_why_no_meteor(tmp_path):
 
 
 def test_rouge_l_is_the_plugins_rouge_l(tmp_path):
-    from fairseq_ext.rouge import score_corpus
+    from fairseq_ext.scoring.rouge import score_corpus
 
     cli_bleu(tmp_path, HYPS, REFS)
     result = score_files(tmp_path / "hyp.txt", tmp_path / "ref.txt")

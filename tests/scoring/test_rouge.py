@@ -1,4 +1,4 @@
-"""files2rouge and the ROUGE API (``fairseq_ext.rouge``).
+"""files2rouge and the ROUGE API (``fairseq_ext.scoring.rouge``).
 
 Acceptance: LEAD-3 on ACLSum's test set (100 papers). Perl ROUGE-1.5.5 ``-c 95 -r 1000 -n 2 -a``
 gives R1/R2 Average_F 36.76/13.36, and 40.74/14.91 with ``-m``; both backends must land within
@@ -19,13 +19,13 @@ import pytest
 
 from fairseq_ext.cli import files2rouge as cli
 from fairseq_ext.cli.lead import main as lead_main
-from fairseq_ext.rouge import perl, score_corpus, sentence_rouge
-from fairseq_ext.rouge.backends import evaluate
-from fairseq_ext.rouge.bootstrap import perl_instance_order, perl_resample_indices
-from fairseq_ext.rouge.lead import lead_n, split_document
-from fairseq_ext.rouge.options import Rouge155Options
-from fairseq_ext.rouge.scoring import split_sentences
-from fairseq_ext.rouge.tokenizer import porter_stem, rouge155_tokens
+from fairseq_ext.data.lead import lead_n, split_document
+from fairseq_ext.scoring.rouge import perl, score_corpus, sentence_rouge
+from fairseq_ext.scoring.rouge.backends import evaluate
+from fairseq_ext.scoring.rouge.bootstrap import perl_instance_order, perl_resample_indices
+from fairseq_ext.scoring.rouge.options import Rouge155Options
+from fairseq_ext.scoring.rouge.scores import split_sentences
+from fairseq_ext.scoring.rouge.tokenizer import porter_stem, rouge155_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 ACLSUM_TEST = Path(aclsum.__file__).resolve().parent / "dataset" / "test.jsonl"

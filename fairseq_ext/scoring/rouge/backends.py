@@ -10,7 +10,7 @@ from typing import Sequence
 from .bootstrap import perl_eval_order
 from .options import Rouge155Options
 from .perl import perl_report
-from .scoring import average_scores, format_report, pair_scores
+from .scores import average_scores, format_report, pair_scores
 
 BACKENDS = ("auto", "rouge-score", "perl")
 

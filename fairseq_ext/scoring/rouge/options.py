@@ -10,7 +10,7 @@ subset in :data:`ROUGE_SCORE_OPTIONS` and refuses the rest.
 import shlex
 from dataclasses import dataclass, field
 
-from .scoring import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from .scores import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 DEFAULT_ROUGE_ARGS = "-c 95 -r 1000 -n 2 -a"  # files2rouge's default
 VALUE_OPTIONS = frozenset("bceflnprt23wz")  # the letters followed by ":" in the spec

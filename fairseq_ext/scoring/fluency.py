@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence
 
-from .files import read_lines
+from .rouge.files import read_lines
 
 
 def words(summary: str) -> List[str]:
