@@ -150,16 +150,23 @@ class OfflineFix(Fix):
         _hub_constants(True)
 
     def undo(self):
-        for variable, value in _OFFLINE_SAVED.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
-        _OFFLINE_SAVED.clear()
-        _hub_constants(os.environ.get("HF_HUB_OFFLINE") == "1")
+        _restore_variables(_OFFLINE_SAVED, {})
 
 
 _OFFLINE_SAVED = {}
+
+
+def _restore_variables(values, saved):
+    """The environment variables ``values`` back as they were (None: unset), the offline fix's
+    record of what it replaced set to ``saved``, and ``huggingface_hub``'s constant to match."""
+    for variable, value in dict(values).items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
+    _OFFLINE_SAVED.clear()
+    _OFFLINE_SAVED.update(saved)
+    _hub_constants(os.environ.get("HF_HUB_OFFLINE") == "1")
 
 
 def _hub_constants(offline):
@@ -409,14 +416,7 @@ def unchanged():
         for target, (owner, attribute) in targets.items():
             setattr(owner, attribute, saved[target])
         _set_allowlist(allowlist)
-        for variable, value in environment.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
-        _OFFLINE_SAVED.clear()
-        _OFFLINE_SAVED.update(offline_saved)
-        _hub_constants(os.environ.get("HF_HUB_OFFLINE") == "1")
+        _restore_variables(environment, offline_saved)
 
 
 @contextlib.contextmanager
