@@ -3,6 +3,7 @@
 ==================  ===================================================================
 ``convert``          released weights -> a checkpoint of the plugin
 ``files2rouge``      ROUGE of two files (the ``files2rouge`` command)
+``rouge_paired``     two systems on the same documents: paired bootstrap interval and p-value
 ``lead``             the LEAD-n baseline
 ``fluency``          back-to-back repeats and repeated bigrams of summary files
 ``qg``               question-generation BLEU-4, ROUGE-L, METEOR
