@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: prepare ACLSum, train a summarizer with fairseq-train --user-dir user_dir,
 # generate the test set with fairseq-generate, score it with files2rouge and print a table
-# beside the LEAD-3 baseline; it also draws the loss and validation ROUGE curves beside that
-# table (training.png, from fairseq's JSON log).
+# beside the LEAD-3 baseline and a paired test of each difference (fairseq_ext.cli.rouge_paired);
+# it also draws the loss and validation ROUGE curves beside that table (training.png, from
+# fairseq's JSON log).
 #
 #   bash scripts/run_demo.sh                    # MODEL=s2s_ft_copy (the default)
 #   MODEL=bart MAX_EPOCH=5 bash scripts/run_demo.sh
@@ -167,6 +168,10 @@ rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/nu
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
     --summaries "${MODEL}=${WORK}/test.hyp" --summaries "LEAD-3=${WORK}/lead3.hyp" --references "${WORK}/test.ref" \
     | tee "${WORK}/results.md"
+echo "the model against LEAD-3 on the same documents, paired (python -m fairseq_ext.cli.rouge_paired):" \
+    | tee -a "${WORK}/results.md"
+python -m fairseq_ext.cli.rouge_paired "${WORK}/test.hyp" "${WORK}/lead3.hyp" "${WORK}/test.ref" \
+    --names "${MODEL}" LEAD-3 | tee -a "${WORK}/results.md"
 echo "${MODEL}: ${BEST}, update ${updates}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"

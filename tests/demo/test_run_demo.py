@@ -34,6 +34,7 @@ def run_demo(work, **variables):
 
 
 def updates_of(checkpoint):
+    import user_dir  # noqa: F401  (registers the names the checkpoint selects: the library never imports it)
     from fairseq_ext.compat.checkpoint import safe_load
 
     return safe_load(checkpoint)["optimizer_history"][-1]["num_updates"]
@@ -55,6 +56,7 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     assert "moved to runs/demo-s2s_ft_copy.previous" in second.stdout
     assert updates_of(run / "checkpoints" / "checkpoint_best.pt") == 2
     assert "checkpoint_best.pt, update 2;" in (run / "results.md").read_text()
+    assert "| ROUGE-2 |" in (run / "results.md").read_text().split("rouge_paired):")[1]  # the paired comparison
     assert "checkpoint_best.pt, update 1;" in (run.parent / "demo-s2s_ft_copy.previous" / "results.md").read_text()
     assert "data/aclsum_aspects_wp-limit4" in second.stdout  # a quick run's data are its own
 
