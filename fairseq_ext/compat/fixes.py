@@ -386,6 +386,9 @@ FIXES_BY_NAME = {fix.name: fix for fix in FIXES}
 #: The fixes :func:`install` applies: the patches.
 PROCESS_WIDE = PATCHES
 
+#: The environment variables the patches set (a child process inherits them).
+ENVIRONMENT_VARIABLES = tuple(v for fix in PATCHES for v in getattr(fix, "variables", ()))
+
 
 def install():
     """Apply every process-wide fix (idempotent: importing the plugin twice changes nothing)."""
@@ -407,8 +410,7 @@ def unchanged():
     targets = {fix.target: fix._owner() for fix in PROCESS_WIDE if fix.target}
     saved = {target: getattr(owner, attribute) for target, (owner, attribute) in targets.items()}
     allowlist = torch.serialization.get_safe_globals()
-    variables = [v for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())]
-    environment = {v: os.environ.get(v) for v in variables}
+    environment = {v: os.environ.get(v) for v in ENVIRONMENT_VARIABLES}
     offline_saved = dict(_OFFLINE_SAVED)
     try:
         yield

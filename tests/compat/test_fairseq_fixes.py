@@ -15,7 +15,7 @@ from fairseq.ngram_repeat_block import NGramRepeatBlock
 
 import user_dir  # noqa: F401  (installs the fixes, keep_last_batch included, as --user-dir does)
 from fairseq_ext import compat
-from fairseq_ext.compat.fixes import FIXES, PROCESS_WIDE, AllowlistFix, OfflineFix
+from fairseq_ext.compat.fixes import ENVIRONMENT_VARIABLES, FIXES, PROCESS_WIDE, AllowlistFix, OfflineFix
 from fairseq_ext.compat.generation import PrefixNGramRepeatBlock, fix_ngram_blocking
 from harness import REPO
 
@@ -78,7 +78,7 @@ def _target(fix):
 def _state():
     """Every object the process-wide fixes replace, torch's allowlist, and the environment
     variables they set."""
-    variables = {v: os.environ.get(v) for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())}
+    variables = {v: os.environ.get(v) for v in ENVIRONMENT_VARIABLES}
     return ({fix.target: _target(fix) for fix in PROCESS_WIDE if fix.target}, torch.serialization.get_safe_globals(),
             variables)
 
@@ -167,8 +167,7 @@ def test_unchanged_restores_the_very_objects(bare_fairseq):
 def _fresh_environment():
     """This process's environment without what the plugin's fixes set in it (a child inherits
     them): the environment of a user's shell."""
-    offline = {v for fix in PROCESS_WIDE for v in getattr(fix, "variables", ())}
-    return {k: v for k, v in os.environ.items() if k not in offline}
+    return {k: v for k, v in os.environ.items() if k not in ENVIRONMENT_VARIABLES}
 
 
 IMPORT_EVERYTHING = """
