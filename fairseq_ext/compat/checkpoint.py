@@ -17,6 +17,7 @@ import logging
 import os
 import pickle
 import re
+import zipfile
 
 import torch
 
@@ -75,11 +76,13 @@ _warned_about_variable = False
 
 
 
-def safe_load(path, map_location="cpu"):
+def safe_load(path, map_location="cpu", mmap=False):
     """Read the checkpoint or weight file ``path`` without running code from it.
 
     ``.safetensors`` files are read by ``safetensors``; anything else by ``torch.load`` with
-    ``weights_only=True`` and fairseq's types allowed. A fairseq state whose ``cfg``/``args``
+    ``weights_only=True`` and fairseq's types allowed. ``mmap=True`` maps a zip-format file
+    instead of reading it: a tensor's bytes are read when something reads them, so entries a
+    caller drops unread (the optimizer state, when decoding) never take memory. A fairseq state whose ``cfg``/``args``
     would make fairseq ``eval()`` more than a literal is refused (:func:`check_eval_fields`).
     Every failure is a :class:`CheckpointError` (or ``FileNotFoundError``) naming ``path``.
     """
@@ -98,7 +101,8 @@ def safe_load(path, map_location="cpu"):
         # only the types not allowed yet: torch's context removes on exit everything it was given
         missing = [t for t in FAIRSEQ_CHECKPOINT_GLOBALS if t not in torch.serialization.get_safe_globals()]
         with torch.serialization.safe_globals(missing):
-            state = torch.load(path, map_location=map_location, weights_only=True)
+            state = torch.load(path, map_location=map_location, weights_only=True,
+                               mmap=mmap and zipfile.is_zipfile(path))
     except Exception as exc:
         raise _loading_error(path, exc) from exc
     check_eval_fields(state, path)
@@ -139,14 +143,15 @@ def check_eval_fields(state, path):
     )
 
 
-def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False, keep_optimizer_state=True):
     """fairseq's ``checkpoint_utils.load_checkpoint_to_cpu`` reading through :func:`safe_load`.
 
     The same state as fairseq 0.12.3 returns (``arg_overrides`` applied, ``cfg`` as a
     DictConfig, legacy checkpoints upgraded), with the flags this repository renamed since
     the checkpoint was saved under their new names (:mod:`.renamed_flags`);
     ``load_on_all_ranks`` only mattered for remote files, which fairseq copies to a local
-    path first, as here.
+    path first, as here. ``keep_optimizer_state=False`` (decoding) maps the file and drops
+    ``last_optimizer_state`` unread: Adam's two moments, twice the weights, never reach memory.
     """
     from fairseq import checkpoint_utils
     from fairseq.dataclass.utils import overwrite_args_by_name
@@ -154,7 +159,7 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
     from omegaconf import OmegaConf
 
     local_path = PathManager.get_local_path(path)
-    state = safe_load(local_path)
+    state = safe_load(local_path, mmap=not keep_optimizer_state)
     model_file.describe_only(state, local_path)
     if arg_overrides:
         try:
@@ -175,19 +180,23 @@ def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
         if arg_overrides is not None:
             overwrite_args_by_name(state["cfg"], arg_overrides)
     try:
-        return checkpoint_utils._upgrade_state_dict(state)
+        state = checkpoint_utils._upgrade_state_dict(state)
     except CheckpointError:
         raise
     except Exception as err:  # a legacy args value Hydra cannot parse, a field of the wrong shape
         raise model_file.refused_config(err, path) from None
+    if not keep_optimizer_state:  # after the upgrade, which moves a legacy file's optimizer here
+        state.pop("last_optimizer_state", None)
+    return state
 
 
 def load_model_ensemble_and_task(load_model_ensemble_and_task):
     """Wrap ``checkpoint_utils.load_model_ensemble_and_task`` (fairseq-generate, -interactive,
     -validate, both hubs, ``load_model_ensemble``): each file is read once through the safe
-    loader, its declared sizes checked against its tensors, and the model built on the ``meta``
-    device and compared parameter by parameter (:mod:`.model_file`) before fairseq builds it
-    for real from the same state."""
+    loader, without its optimizer state (a model for decoding needs none), its declared sizes
+    checked against its tensors, and the model built on the ``meta`` device and compared
+    parameter by parameter (:mod:`.model_file`) before fairseq builds it for real from the
+    same state."""
 
     @functools.wraps(load_model_ensemble_and_task)
     def wrapped(filenames, arg_overrides=None, task=None, strict=True, suffix="", num_shards=1, state=None):
@@ -201,7 +210,7 @@ def load_model_ensemble_and_task(load_model_ensemble_and_task):
             path = filename.replace(".pt", suffix + ".pt") if suffix else filename
             if not os.path.isfile(path):
                 raise OSError(f"Model file not found: {path}")
-            state = load_checkpoint_to_cpu(path, arg_overrides)
+            state = load_checkpoint_to_cpu(path, arg_overrides, keep_optimizer_state=False)
             cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
             model_file.check_declared_sizes(cfg.model, state.get("model") or {}, path)
             if task is None:
@@ -212,6 +221,7 @@ def load_model_ensemble_and_task(load_model_ensemble_and_task):
                 task = tasks.setup_task(cfg.task, from_checkpoint=True)
             model_file.check_model_shapes(_builder(task), cfg.model, state.get("model") or {}, path, strict)
             models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1, state)
+            state = None  # the weights now live in the model: unmap the file's copy before the next one
             ensemble.extend(models)
         return ensemble, cfg, task
 

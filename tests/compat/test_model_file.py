@@ -99,6 +99,44 @@ def test_without_the_caller_s_data_directory_the_load_says_so_in_one_line(bart_t
     assert str(bart_tiny_checkpoint) in str(err.value) and "\n" not in str(err.value)
 
 
+_LOAD_GROWTH = """
+import re, sys
+import user_dir  # noqa: F401
+from fairseq import checkpoint_utils
+from fairseq_ext.compat import checkpoint
+def kib(field):
+    return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1))
+if sys.argv[3] == "keep":  # the load as it was before decoding dropped the optimizer state
+    read = checkpoint.load_checkpoint_to_cpu
+    checkpoint.load_checkpoint_to_cpu = lambda path, overrides=None, *a, **k: read(path, overrides)
+with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) starts again from here
+    f.write("5")
+before = kib("VmRSS")
+checkpoint_utils.load_model_ensemble([sys.argv[1]], arg_overrides={"data": sys.argv[2]})
+print((kib("VmHWM") - before) / 1024)
+"""
+
+
+@pytest.mark.parametrize("how", ["decoding", "keep"])
+def test_decoding_never_reads_the_optimizer_state(how, good_state, tmp_path, aclsum_bin):
+    """A file whose optimizer state is 256 MiB loads for decoding in a fraction of that: the state
+    is mapped and dropped unread (``keep``, the whole file read as before, shows the test can fail)."""
+    import subprocess
+    import sys
+
+    state = copy.deepcopy(good_state)
+    state["last_optimizer_state"]["state"][0]["exp_avg"] = torch.ones(64, 2**20)  # 256 MiB of moments
+    path = tmp_path / "checkpoint.pt"
+    torch.save(state, path)
+    run = subprocess.run([sys.executable, "-c", _LOAD_GROWTH, str(path), str(aclsum_bin), how],
+                         capture_output=True, text=True, check=True)
+    growth_mib = float(run.stdout.split()[-1])
+    if how == "decoding":
+        assert growth_mib < 128, run.stderr[-2000:]
+    else:
+        assert growth_mib > 256
+
+
 def test_legacy_args_keep_the_model_and_lose_the_run(good_state, tmp_path):
     state = hostile.legacy_args_backslash_quote(good_state, tmp_path)
     state["args"].eval_rouge_args = None
