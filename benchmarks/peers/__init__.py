@@ -1,0 +1,94 @@
+"""Every family against the implementation a user would pick instead, in one program.
+
+A family module (``benchmarks/peers/<family>.py``) builds both sides at the sizes asked for, the
+same weights where a converter exists, and returns :class:`Comparison` rows: one measure (a
+decoding, a training step), our contender and the peer's, each a zero-argument callable doing
+the whole measured work once, and the units of work (tokens) it does. :func:`run_comparisons`
+times the contenders of a row interleaved (one call of each per round, so a change of load on
+the shared cores hits both alike), after ``warmup`` untimed rounds, and keeps the median of
+``repeats`` rounds of process CPU time and of wall time. :func:`table` prints them with the
+ratio peer time / our time (above 1: ours is faster), and the machine's load average beside.
+
+    OMP_NUM_THREADS=1 python -m benchmarks.peers --families transformer_sm prophetnet --repeats 3
+"""
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+
+@dataclass
+class Comparison:
+    """One measure: ours against the peer on the same input (and weights, where convertible)."""
+
+    measure: str
+    ours: Callable[[], object]
+    peer: Callable[[], object]
+    peer_name: str
+    units: Optional[float] = None  # tokens (or rows) of work one call does, for a rate column
+    unit_name: str = "tokens"
+    check: Optional[str] = None  # what was checked equal between the two (e.g. "same tokens")
+    note: str = ""
+
+
+@dataclass
+class Timed:
+    comparison: Comparison
+    ours_cpu: float
+    peer_cpu: float
+    ours_wall: float
+    peer_wall: float
+    load: tuple = field(default_factory=tuple)
+
+    @property
+    def speedup_cpu(self):
+        return self.peer_cpu / self.ours_cpu
+
+    @property
+    def speedup_wall(self):
+        return self.peer_wall / self.ours_wall
+
+
+def _once(fn):
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def run_comparisons(comparisons, warmup=1, repeats=3):
+    """Each comparison timed: medians of ``repeats`` interleaved rounds after ``warmup``."""
+    timed = []
+    for comparison in comparisons:
+        rounds = []
+        for round_ in range(warmup + repeats):
+            # alternate who goes first, so neither side always runs on a warm cache
+            pair = (comparison.ours, comparison.peer) if round_ % 2 == 0 else (comparison.peer, comparison.ours)
+            first, second = _once(pair[0]), _once(pair[1])
+            ours, peer = (first, second) if round_ % 2 == 0 else (second, first)
+            if round_ >= warmup:
+                rounds.append((ours, peer))
+        (ours_cpu, peer_cpu), (ours_wall, peer_wall) = (
+            [statistics.median(r[side][clock] for r in rounds) for side in (0, 1)] for clock in (0, 1)
+        )
+        timed.append(Timed(comparison, ours_cpu, peer_cpu, ours_wall, peer_wall, os.getloadavg()))
+    return timed
+
+
+def table(family, setting, timed):
+    """The Markdown table of one family: a row per measure."""
+    lines = [f"### {family}", "", setting, ""]
+    lines.append("| measure | peer | ours CPU s | peer CPU s | ours wall s | peer wall s | peer / ours (CPU) "
+                 "| peer / ours (wall) | ours tokens/s (CPU) | checked | load (1, 5 min) |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for t in timed:
+        c = t.comparison
+        rate = f"{c.units / t.ours_cpu:.0f}" if c.units else "-"
+        lines.append(
+            f"| {c.measure} | {c.peer_name} | {t.ours_cpu:.3f} | {t.peer_cpu:.3f} | {t.ours_wall:.3f} "
+            f"| {t.peer_wall:.3f} | **{t.speedup_cpu:.2f}x** | {t.speedup_wall:.2f}x | {rate} "
+            f"| {c.check or '-'} | {t.load[0]:.2f}, {t.load[1]:.2f} |"
+        )
+    notes = [f"- {c.measure}: {c.note}" for c in (t.comparison for t in timed) if c.note]
+    return "\n".join(lines + ([""] + notes if notes else []))
