@@ -7,12 +7,14 @@ the whole measured work once, and the units of work (tokens) it does. :func:`run
 times the contenders of a row interleaved (one call of each per round, so a change of load on
 the shared cores hits both alike), after ``warmup`` untimed rounds, and keeps the median of
 ``repeats`` rounds of process CPU time and of wall time. :func:`table` prints them with the
-ratio peer time / our time (above 1: ours is faster), and the machine's load average beside.
+ratio peer time / our time (above 1: ours is faster), the peak memory one call adds (a call of
+each side after the timed rounds, :func:`peak_growth_mib`) and the machine's load average.
 
     OMP_NUM_THREADS=1 python -m benchmarks.peers --families transformer_sm prophetnet --repeats 3
 """
 
 import os
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -41,6 +43,8 @@ class Timed:
     ours_wall: float
     peer_wall: float
     load: tuple = field(default_factory=tuple)
+    ours_mib: Optional[float] = None  # peak resident growth of one call (Linux), MiB
+    peer_mib: Optional[float] = None
 
     @property
     def speedup_cpu(self):
@@ -55,6 +59,24 @@ def _once(fn):
     cpu, wall = time.process_time(), time.perf_counter()
     fn()
     return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def _status_kib(name):
+    with open("/proc/self/status", encoding="ascii") as f:
+        return int(re.search(rf"{name}:\s+(\d+)", f.read()).group(1))
+
+
+def peak_growth_mib(fn):
+    """How far one call of ``fn`` raises the resident set above where it starts (MiB): the
+    kernel's peak (``VmHWM``) is reset first; ``None`` where ``/proc`` cannot do that."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        before = _status_kib("VmRSS")
+    except OSError:
+        return None
+    fn()
+    return (_status_kib("VmHWM") - before) / 1024
 
 
 def run_comparisons(comparisons, warmup=1, repeats=3):
@@ -72,7 +94,8 @@ def run_comparisons(comparisons, warmup=1, repeats=3):
         (ours_cpu, peer_cpu), (ours_wall, peer_wall) = (
             [statistics.median(r[side][clock] for r in rounds) for side in (0, 1)] for clock in (0, 1)
         )
-        timed.append(Timed(comparison, ours_cpu, peer_cpu, ours_wall, peer_wall, os.getloadavg()))
+        timed.append(Timed(comparison, ours_cpu, peer_cpu, ours_wall, peer_wall, os.getloadavg(),
+                           peak_growth_mib(comparison.ours), peak_growth_mib(comparison.peer)))
     return timed
 
 
@@ -80,15 +103,20 @@ def table(family, setting, timed):
     """The Markdown table of one family: a row per measure."""
     lines = [f"### {family}", "", setting, ""]
     lines.append("| measure | peer | ours CPU s | peer CPU s | ours wall s | peer wall s | peer / ours (CPU) "
-                 "| peer / ours (wall) | ours tokens/s (CPU) | checked | load (1, 5 min) |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+                 "| peer / ours (wall) | ours tokens/s (CPU) | peak growth MiB, ours / peer | checked "
+                 "| load (1, 5 min) |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for t in timed:
         c = t.comparison
         rate = f"{c.units / t.ours_cpu:.0f}" if c.units else "-"
         lines.append(
             f"| {c.measure} | {c.peer_name} | {t.ours_cpu:.3f} | {t.peer_cpu:.3f} | {t.ours_wall:.3f} "
             f"| {t.peer_wall:.3f} | **{t.speedup_cpu:.2f}x** | {t.speedup_wall:.2f}x | {rate} "
-            f"| {c.check or '-'} | {t.load[0]:.2f}, {t.load[1]:.2f} |"
+            f"| {_mib(t.ours_mib)} / {_mib(t.peer_mib)} | {c.check or '-'} | {t.load[0]:.2f}, {t.load[1]:.2f} |"
         )
     notes = [f"- {c.measure}: {c.note}" for c in (t.comparison for t in timed) if c.note]
     return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _mib(value):
+    return "-" if value is None else f"{value:.0f}"
