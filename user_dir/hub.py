@@ -22,6 +22,7 @@ from omegaconf import open_dict
 from fairseq_ext.compat import model_file
 from fairseq_ext.compat.archives import extract_archive, extracted_folders_removed
 from fairseq_ext.compat.flags import data_dir_message
+from fairseq_ext.data import surface
 from fairseq_ext.data.cleaning import REPAIRS, Report, clean_text
 from fairseq_ext.data.text_codec import CODEC_FILES
 
@@ -70,14 +71,21 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
         max_len_a=0.0,
         no_repeat_ngram_size=3,
         batch_size=8,
+        restore_surface=None,
         **kwargs,
     ):
         """Summaries of ``documents`` (a list of raw strings, or one string), in order.
 
         Documents are cleaned as ``preprocess`` cleans its corpora (repairs are logged); long
         ones are truncated to the model's source length, with a count logged by the task. A
-        document that is not a string, or that is empty after cleaning, is an error.
+        document that is not a string, or that is empty after cleaning, is an error. On
+        WordPiece data each summary is written in its document's casing and spacing
+        (:mod:`fairseq_ext.data.surface`); ``restore_surface`` (default: the task's
+        ``--restore-surface``, on) False gives the lower-cased pieces joined.
         """
+        if restore_surface not in (None, True, False):
+            raise TypeError(f"restore_surface must be True, False or None (the task's --restore-surface), "
+                            f"got {restore_surface!r}")
         single = isinstance(documents, str)
         documents = clean_documents([documents] if single else _as_list(documents))
         _check_generation_args(beam=beam, batch_size=batch_size, min_len=min_len, max_len_b=max_len_b,
@@ -97,6 +105,10 @@ class SummarizationHubInterface(hub_utils.GeneratorHubInterface):
             **kwargs,
         )
         summaries = [self.decode(h[0]["tokens"]) for h in hypos]
+        if restore_surface is None:
+            restore_surface = self.uses_data_codec and self.task.restores_surface
+        if restore_surface:
+            summaries = [surface.restore_surface(s, doc) for s, doc in zip(summaries, documents)]
         return summaries[0] if single else summaries
 
 

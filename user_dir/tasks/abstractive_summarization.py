@@ -24,7 +24,9 @@ from omegaconf import II
 
 from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.data.binarized import check_split
+from fairseq_ext.data.surface import SurfaceCodec, raw_documents
 from fairseq_ext.data.text_codec import codec_candidates, find_codec, load_codec
+from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.decoding import DecodingConfig, plugin_generator
 from fairseq_ext.decoding.generator import words_file_lines
 from fairseq_ext.scoring import bleu_metric, bleu_signature
@@ -84,6 +86,13 @@ class AbstractiveSummarizationConfig(DecodingConfig, TranslationConfig):
         default=None,
         metadata={"help": "WordPiece vocab.txt of the data (BERT data); default: see --spm-model"},
     )
+    restore_surface: bool = field(
+        default=True,
+        metadata={"help": "WordPiece data: write summaries in their source's casing and spacing "
+                  "(fairseq-generate's D- lines, fairseq-interactive, the hub): a copied word as the source "
+                  "writes it, English spacing and sentence capitals elsewhere (fairseq_ext.data.surface); "
+                  "--no-restore-surface: the lower-cased pieces joined; no effect on sentencepiece data"},
+    )
     eval_rouge: bool = field(
         default=False, metadata={"help": "generate the validation set and log ROUGE-1/2/L F1"}
     )
@@ -110,6 +119,9 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         self._instruction_tokens = None
         self.model_max_positions = None  # (source, target) of the model(s) built by this task
         self.extra_text_codecs = []  # (kind, path) also tried for the text codec (the hub adds some)
+        self.surface_codec = None  # the restoring codec handed to fairseq-generate/-interactive
+        self.generated_split = None  # the last split loaded but the training one (fairseq-generate's --gen-subset)
+        self._raw_documents = {}  # split -> its raw sources (or None), read once
 
     @classmethod
     def add_args(cls, parser):
@@ -164,10 +176,25 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         if getattr(args, "_name", None) is not None:
             return super().build_bpe(args)
         try:
-            return self.text_codec
+            return self.output_codec()
         except FileNotFoundError as err:
             logger.warning(f"no --bpe given and {err}: text is read and written as tokens")
             return None
+
+    @property
+    def restores_surface(self):
+        """``--restore-surface`` applies: the data are WordPiece (sentencepiece keeps case and spacing)."""
+        return bool(self.cfg.restore_surface) and isinstance(self.text_codec, WordPieceCodec)
+
+    def output_codec(self):
+        """The codec fairseq-generate and fairseq-interactive read and write text with: the
+        data's, restoring WordPiece summaries to their sources' surface with ``--restore-surface``
+        (:class:`fairseq_ext.data.surface.SurfaceCodec`)."""
+        if not self.restores_surface:
+            return self.text_codec
+        self.surface_codec = SurfaceCodec(self.text_codec)
+        logger.info("summaries restored to the casing and spacing of their sources (--no-restore-surface: off)")
+        return self.surface_codec
 
     def encode_text(self, text, append_eos=False):
         """Raw text -> token ids of the joined dictionary (no ``</s>`` unless asked)."""
@@ -208,6 +235,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         paths = utils.split_paths(self.cfg.data)
         if split != self.cfg.train_subset:
             paths = paths[:1]
+            self.generated_split = split
         data_path = paths[(epoch - 1) % len(paths)]
         self.check_split(data_path, split)
         pair = load_langpair_dataset(
@@ -237,6 +265,29 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
             tgt_dict=self.target_dictionary, constraints=constraints,
             left_pad_source=self.cfg.left_pad_source,
         )
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's; with a restoring codec, the batch's raw documents are handed to it first."""
+        if self.surface_codec is not None and "id" in sample:
+            documents = self.raw_documents(self.generated_split)
+            if documents is not None:
+                self.surface_codec.expect(self._batch_documents(sample, documents))
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+
+    def _batch_documents(self, sample, documents):
+        """``{source pieces as fairseq-generate prints them: raw document}`` of a batch."""
+        sources = sample["net_input"]["src_tokens"]  # (B, S)
+        return {self.src_dict.string(utils.strip_pad(sources[i], self.tgt_dict.pad())): documents[index]
+                for i, index in enumerate(sample["id"].tolist())}
+
+    def raw_documents(self, split):
+        """The raw sources of a loaded ``split`` (:func:`fairseq_ext.data.surface.raw_documents`), read once."""
+        if split is None or split not in self.datasets:
+            return None
+        if split not in self._raw_documents:
+            data = utils.split_paths(self.cfg.data)[0]
+            self._raw_documents[split] = raw_documents(data, split, self.cfg.source_lang, len(self.datasets[split]))
+        return self._raw_documents[split]
 
     def build_generator(self, models, args, *rest, **kwargs):
         """fairseq's generator made the plugin's: fixes, word constraint and rules

@@ -39,7 +39,7 @@ class S2SFTSummarizationTask(AbstractiveSummarizationTask):
         name = getattr(args, "_name", None)
         if name is not None and isinstance(self.text_codec_or_none(), WordPieceCodec):
             logger.warning(f"WordPiece data ({self.text_codec.vocab_path}): ignoring --bpe {name}")
-            return self.text_codec
+            return self.output_codec()
         return super().build_bpe(args)
 
     def text_codec_or_none(self):
