@@ -8,6 +8,8 @@ causal row at the first step (its keys and values enter the incremental cache) a
 token a step after.
 """
 
+import functools
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -16,6 +18,7 @@ from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..modules.transformer_config import transformer_config
+from .attention import CachedSelfAttention
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
 
@@ -24,7 +27,9 @@ class ArticleEncoder(FairseqEncoder):
     """Hands the right-padded article ``<s> a_1 .. a_M`` to the decoder (no parameters).
 
     fairseq's SequenceGenerator reorders ``encoder_out`` with the beams; the decoder reads the
-    article from it at the first step only (afterwards it lives in the key/value cache).
+    article from it at the first step only (afterwards it lives in the key/value cache), and
+    ``article_rows`` tells it which rows hold the same article, so that it runs each article
+    once, not once per beam.
     """
 
     def __init__(self, dictionary, max_positions):
@@ -41,6 +46,7 @@ class ArticleEncoder(FairseqEncoder):
         return {
             "src_tokens": [src_tokens],  # (B, M)
             "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1)],  # (B,)
+            "article_rows": [torch.arange(src_tokens.size(0), device=src_tokens.device)],  # (B,) which article
         }
 
     def reorder_encoder_out(self, encoder_out, new_order):
@@ -71,9 +77,7 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
             source_norm_ratio=cfg.source_norm_ratio,
         )
         layer_cfg = self.layer_config(cfg)
-        self.layers = nn.ModuleList(
-            [TransformerDecoderLayerBase(layer_cfg, no_encoder_attn=True) for _ in range(cfg.layers)]
-        )
+        self.layers = nn.ModuleList([GPTBlock(layer_cfg, no_encoder_attn=True) for _ in range(cfg.layers)])
         self.layer_norm = LayerNorm(cfg.embed_dim) if cfg.normalize_before else None
 
     @staticmethod
@@ -105,6 +109,17 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
         return self.output_layer(x), extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
+        if incremental_state is not None and not self._has_cache(incremental_state):
+            shared = _shared_prefill(encoder_out, prev_output_tokens)
+            if shared is not None:  # a beam's rows hold one article: run it once, then copy its cache
+                first, inverse = shared
+                narrowed = {key: [value.index_select(0, first) for value in values]
+                            for key, values in encoder_out.items()}
+                x, extra = self.extract_features(prev_output_tokens.index_select(0, first), narrowed,
+                                                 incremental_state)
+                for layer in self.layers:
+                    layer.self_attn.reorder_incremental_state(incremental_state, inverse)
+                return x.index_select(0, inverse), extra
         article = encoder_out["src_tokens"][0]  # (B, M)
         article_lengths = encoder_out["src_lengths"][0]  # (B,)
         if incremental_state is not None and self._has_cache(incremental_state):
@@ -154,8 +169,7 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
 
     def _has_cache(self, incremental_state):
         """Whether the article is already in this decoding run's key/value cache."""
-        buffer = self.layers[0].self_attn._get_input_buffer(incremental_state)
-        return "prev_key" in buffer
+        return bool(self.layers[0].self_attn._get_input_buffer(incremental_state))
 
     def _check_positions(self, n_article, n_summary):
         """Raise a clear error (instead of an index error) when the row does not fit."""
@@ -178,3 +192,33 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
 
     def max_positions(self):
         return self.max_positions_
+
+
+class GPTBlock(TransformerDecoderLayerBase):
+    """fairseq's decoder block (no encoder attention) with :class:`CachedSelfAttention` and, for
+    GPT's tanh GELU, torch's own kernel of the same formula."""
+
+    def __init__(self, cfg, no_encoder_attn=True):
+        super().__init__(cfg, no_encoder_attn=no_encoder_attn)
+        if cfg.activation_fn == "gelu_accurate":
+            self.activation_fn = functools.partial(F.gelu, approximate="tanh")
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        return CachedSelfAttention(embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout)
+
+
+def _shared_prefill(encoder_out, prev_output_tokens):
+    """``(first, inverse)`` when several rows hold the same article and decoder input (a beam's
+    rows at the first step): rows ``first`` are each distinct one once, ``inverse`` maps every
+    row to its entry of ``first``; ``None`` when every row is its own."""
+    rows = encoder_out.get("article_rows")
+    if not rows:
+        return None
+    distinct, inverse = torch.unique(rows[0], return_inverse=True)  # (U,), (B,)
+    if distinct.numel() == inverse.numel():
+        return None
+    order = torch.arange(inverse.numel(), device=inverse.device)
+    first = torch.full_like(distinct, inverse.numel()).scatter_reduce(0, inverse, order, "amin")  # (U,)
+    if not torch.equal(prev_output_tokens.index_select(0, first).index_select(0, inverse), prev_output_tokens):
+        return None
+    return first, inverse

@@ -353,3 +353,62 @@ def test_generation_starts_from_the_delimiter_and_blocks_trigrams(task):
         logits, _ = model(article[:1], None, prev)
     lprobs = F.log_softmax(logits, -1)[0].gather(-1, best["tokens"][:, None])[:, 0]
     torch.testing.assert_close(best["positional_scores"], lprobs, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("article_length", [1, 2, 5])
+def test_the_cache_grows_past_its_first_room(task, article_length):
+    """The cache starts with room for twice the prefill; summaries four times longer than a short
+    article make it grow (twice for a 1-token article) with the scores of one full pass."""
+    model = perturb_parameters(make_model(task, summary_positions="continue"), seed=7)
+    article, prev, _ = make_batch(task, article_lengths=(article_length, 1), summary_lengths=(20, 13), seed=3)
+    with torch.no_grad():
+        full, _ = model(article, None, prev)
+        encoder_out, state, steps = model.encoder(article), {}, []
+        for t in range(prev.size(1)):
+            steps.append(model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)[0])
+    for row, length in enumerate((20, 13)):
+        torch.testing.assert_close(torch.cat(steps, 1)[row, :length], full[row, :length], atol=1e-4, rtol=1e-4)
+
+
+def test_a_beam_s_rows_share_one_prefill(task, monkeypatch):
+    """Beam search runs each article once (its rows' caches are copies): the same hypotheses and
+    scores as running every beam's row, and the first step's projections see one row an article."""
+    from fairseq_ext.transformer_sm import model as sm_model
+
+    model = perturb_parameters(make_model(task), seed=8)
+    article, _, _ = make_batch(task, article_lengths=(10, 7, 1))
+    sample = {"net_input": {"src_tokens": article, "src_lengths": article.ne(1).sum(1)}, "id": torch.arange(3)}
+    generator = task.build_generator([model], Namespace(beam=3, max_len_b=9, min_len=2))
+    rows = []
+    hook = model.decoder.layers[0].self_attn.k_proj.register_forward_hook(lambda m, i, o: rows.append(i[0].size(0)))
+    shared = task.inference_step(generator, [model], sample)
+    hook.remove()
+    assert rows[0] == 3  # three articles, not nine beam rows
+    monkeypatch.setattr(sm_model, "_shared_prefill", lambda *args: None)
+    every_row = task.inference_step(generator, [model], sample)
+    for ours, theirs in zip(shared, every_row):
+        assert [h["tokens"].tolist() for h in ours] == [h["tokens"].tolist() for h in theirs]
+        torch.testing.assert_close(torch.stack([h["score"] for h in ours]), torch.stack([h["score"] for h in theirs]))
+
+
+@pytest.mark.parametrize("article_length", [1, 2, 9, 23])
+def test_greedy_decoding_writes_what_gpt2_writes_on_the_same_weights(task, article_length):
+    """fairseq-generate's greedy search over our model equals HF ``GPT2LMHeadModel.generate`` on the
+    same (perturbed) weights: GPT-2's configuration (pre-LN, tanh GELU, continuing positions, no
+    source embeddings), articles from one token up."""
+    from benchmarks.peers.transformer_sm import hf_from_ours
+
+    model = perturb_parameters(make_model(task, normalize_before=True, activation_fn="gelu_accurate",
+                                          no_source_embeddings=True, summary_positions="continue"), seed=9)
+    hf = hf_from_ours(model, len(task.target_dictionary))
+    article, _, _ = make_batch(task, article_lengths=(article_length, article_length), seed=article_length)
+    length = 12
+    generator = task.build_generator([model], Namespace(beam=1, min_len=length, max_len_a=0, max_len_b=length))
+    sample = {"net_input": {"src_tokens": article, "src_lengths": article.ne(1).sum(1)}, "id": torch.arange(2)}
+    ours = [h[0]["tokens"][:length].tolist() for h in task.inference_step(generator, [model], sample)]
+    prompt = torch.cat([article, torch.full((2, 1), task.delimiter_index)], dim=1)
+    with torch.no_grad():
+        theirs = hf.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
+                             min_new_tokens=length, max_new_tokens=length,
+                             suppress_tokens=[task.target_dictionary.pad()])
+    assert ours == theirs[:, prompt.size(1):].tolist()

@@ -1,0 +1,143 @@
+"""Transformer-SM's causal self-attention, with a key/value cache that grows in place.
+
+The parameters are fairseq's ``MultiheadAttention``'s (``q_proj``, ``k_proj``, ``v_proj``,
+``out_proj``, the same names and shapes, so every checkpoint loads), and so is the
+computation: ``softmax(q k^T / sqrt(D) + mask) v`` per head. What differs is the decoding
+cache. fairseq's concatenates the new key to all earlier ones at every step and copies the
+whole cache again to reorder it, also when the order has not changed (greedy search, every
+beam alive); here the cache is a buffer with room to spare, written in place at each step,
+doubled when full, and reordered only when the order changes:
+
+    step t:   key[:, :, t] = k_t      (no copy of keys 0 .. t-1)
+    reorder:  identity -> nothing; else one index_select of the rows
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+
+from ..modules.multihead import merge_heads, split_heads
+
+#: The cache's name in fairseq's incremental state (one entry per attention module).
+CACHE = "cache"
+
+
+@with_incremental_state
+class CachedSelfAttention(nn.Module):
+    """Causal self-attention over ``(T, B, C)`` inputs (fairseq's layout) with an in-place cache.
+
+    ``attn_mask`` is additive ``(T, T)`` (the causal mask of :func:`.layout.causal_mask`) and
+    ``key_padding_mask`` ``(B, T)`` is True at padding; once a decoding run has its cache, the
+    padding of the keys it holds stays in the cache and new queries see every cached key.
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"width {embed_dim} does not split into {num_heads} heads")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.head_dim = embed_dim // num_heads  # fairseq's decoder block reads it
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """fairseq's initialisation of the same parameters (``MultiheadAttention.reset_parameters``)."""
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=2**-0.5)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def forward(self, query, key=None, value=None, key_padding_mask=None, incremental_state=None,
+                need_weights=False, attn_mask=None, **unused):
+        x = query.transpose(0, 1)  # (B, T, C)
+        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T, D)
+        k = split_heads(self.k_proj(x), self.num_heads)  # (B, H, T, D)
+        v = split_heads(self.v_proj(x), self.num_heads)  # (B, H, T, D)
+        cache = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
+        if cache:
+            k, v, padding = self._append(cache, k, v)
+            mask = None if padding is None else _padding_bias(padding, q.dtype)  # (B, 1, 1, S)
+        else:
+            if incremental_state is not None:
+                self._start(incremental_state, k, v, key_padding_mask)
+            mask = _combine(attn_mask, key_padding_mask, q.dtype)  # (B | 1, 1, T, T) or None
+        p = self.dropout if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, D)
+        return self.out_proj(merge_heads(out)).transpose(0, 1), None  # (T, B, C)
+
+    # ------------------------------------------------------------------ the cache
+    def _start(self, incremental_state, k, v, key_padding_mask):
+        length = k.size(2)
+        capacity = 2 * length
+        key = k.new_empty(k.size(0), k.size(1), capacity, k.size(3))  # (B, H, cap, D)
+        value = torch.empty_like(key)
+        key[:, :, :length], value[:, :, :length] = k, v
+        padding = None
+        if key_padding_mask is not None and key_padding_mask.any():
+            padding = key_padding_mask.new_zeros(key_padding_mask.size(0), capacity)  # (B, cap)
+            padding[:, :length] = key_padding_mask
+        self._set_input_buffer(incremental_state, {"key": key, "value": value, "padding": padding,
+                                                   "length": torch.tensor(length)})
+
+    def _append(self, cache, k, v):
+        """Write ``k``, ``v`` ``(B, H, t, D)`` after the cached keys; the keys so far, as views."""
+        start, added = int(cache["length"]), k.size(2)
+        if start + added > cache["key"].size(2):
+            self._grow(cache, 2 * (start + added))
+        cache["key"][:, :, start:start + added] = k
+        cache["value"][:, :, start:start + added] = v
+        cache["length"] = torch.tensor(start + added)
+        end = start + added
+        padding = None if cache["padding"] is None else cache["padding"][:, :end]
+        return cache["key"][:, :, :end], cache["value"][:, :, :end], padding
+
+    @staticmethod
+    def _grow(cache, capacity):
+        length = int(cache["length"])
+        for name in ("key", "value"):
+            old = cache[name]
+            cache[name] = old.new_empty(old.size(0), old.size(1), capacity, old.size(3))
+            cache[name][:, :, :length] = old[:, :, :length]
+        if cache["padding"] is not None:
+            old = cache["padding"]
+            cache["padding"] = old.new_zeros(old.size(0), capacity)
+            cache["padding"][:, :length] = old[:, :length]
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        cache = self._get_input_buffer(incremental_state)
+        if not cache:
+            return incremental_state
+        rows = cache["key"].size(0)
+        if new_order.numel() == rows and torch.equal(new_order, torch.arange(rows, device=new_order.device)):
+            return incremental_state  # greedy search, or no beam moved: nothing to copy
+        for name in ("key", "value", "padding"):
+            if cache[name] is not None:
+                cache[name] = cache[name].index_select(0, new_order)
+        return self._set_input_buffer(incremental_state, cache)
+
+    def _get_input_buffer(self, incremental_state):
+        return self.get_incremental_state(incremental_state, CACHE) or {}
+
+    def _set_input_buffer(self, incremental_state, buffer):
+        return self.set_incremental_state(incremental_state, CACHE, buffer)
+
+
+def _padding_bias(padding, dtype):
+    """``(B, S)`` True at padding -> additive ``(B, 1, 1, S)`` with ``dtype``'s own minimum."""
+    return torch.zeros(padding.shape, dtype=dtype, device=padding.device).masked_fill(
+        padding, torch.finfo(dtype).min
+    )[:, None, None, :]
+
+
+def _combine(attn_mask, key_padding_mask, dtype):
+    """The additive mask of the whole row: the causal ``(T, T)`` and, where rows are padded, the
+    padded keys, ``(B, 1, T, T)``."""
+    mask = None if attn_mask is None else attn_mask.to(dtype)[None, None]  # (1, 1, T, T)
+    if key_padding_mask is not None and key_padding_mask.any():
+        padding = _padding_bias(key_padding_mask, dtype)  # (B, 1, 1, T)
+        mask = padding if mask is None else (mask + padding).clamp_min(torch.finfo(dtype).min)
+    return mask
