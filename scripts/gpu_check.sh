@@ -19,16 +19,32 @@
 # s2s_ft_minilm_l6_h384, transformer_sm_small; tiny: the *_tiny sizes; default small on GPUs,
 # tiny on CPU), UPDATES (10), WARMUP (3, left out of words/s), BATCH (8 documents or blocks per
 # GPU), FAMILIES (all six), PRECISIONS (fp32 fp16 bf16), ACLSUM_LIMIT (100 papers), WIKI_LIMIT
-# (24 articles), WORK (runs/gpu_check), DRY_RUN.
+# (24 articles), WORK (runs/gpu_check), DRY_RUN, SETUP_ENV (1; 0: no setup_env.sh and no .venv:
+# the python on PATH, with fairseq, hydra-core, omegaconf, bitarray, rouge_score, nltk and aclsum
+# importable, and the project root put on PYTHONPATH; for a machine without a package registry,
+# the packages carried as wheels: benchmarks/RESULTS.md, "GPU check on an H200").
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${REPO}"
-if [[ -z "${DRY_RUN:-}" ]]; then
-    bash scripts/setup_env.sh
+if [[ "${SETUP_ENV:-1}" != 0 ]]; then
+    if [[ -z "${DRY_RUN:-}" ]]; then
+        bash scripts/setup_env.sh
+    fi
+    # shellcheck disable=SC1091
+    source .venv/bin/activate
+else  # SETUP_ENV=0: the environment already on PATH (no registry needed)
+    if ! command -v python > /dev/null; then
+        python() { python3 "$@"; }
+    fi
+    export PYTHONPATH="${REPO}${PYTHONPATH:+:${PYTHONPATH}}"
+    echo "[gpu_check] SETUP_ENV=0: $(command -v python || command -v python3) as found, no setup_env.sh, no .venv"
 fi
-# shellcheck disable=SC1091
-source .venv/bin/activate
+if command -v fairseq-train > /dev/null; then  # pip install --target puts it in TARGET/bin
+    TRAIN=(fairseq-train); DDP_TRAIN=("$(command -v fairseq-train)")
+else
+    TRAIN=(python -m fairseq_cli.train); DDP_TRAIN=(-m fairseq_cli.train)
+fi
 
 WORK="${WORK:-runs/gpu_check}"
 UPDATES="${UPDATES:-10}"
@@ -129,9 +145,9 @@ train() {  # name, processes, family, precision
     corpus="${args[0]}"
     local command=()
     if (( procs > 1 )); then
-        command=(torchrun --nproc_per_node "${procs}" --master_port "$(( 29500 + RANDOM % 1000 ))" "$(command -v fairseq-train)")
+        command=(torchrun --nproc_per_node "${procs}" --master_port "$(( 29500 + RANDOM % 1000 ))" "${DDP_TRAIN[@]}")
     else
-        command=(fairseq-train)
+        command=("${TRAIN[@]}")
     fi
     # shellcheck disable=SC2046
     command+=("${DATA}/${corpus}/bin" --user-dir "${REPO}/user_dir" --arch "$(arch_of "${family}")" "${args[@]:1}"

@@ -39,3 +39,14 @@ def test_cpu_fallback_trains_and_prints_the_table(tmp_path):
     assert [row.split(" | ")[1:3] for row in rows] == [["fp32", "1"], ["bf16", "1"], ["fp32", "2"]]
     assert all(row.endswith("| ok |") for row in rows)
     assert float(rows[0].split(" | ")[4]) == 1.0  # fp32, 1 process is the reference
+
+
+@pytest.mark.e2e
+def test_setup_env_0_uses_the_python_on_path_without_setup_env_or_the_venv(tmp_path):
+    # no families: the script checks the environment, trains nothing and prints an empty table
+    path = f"{REPO}/.venv/bin:{os.environ['PATH']}"  # stands in for a machine's own python
+    result = _run(tmp_path, SETUP_ENV="0", FAMILIES=" ", PATH=path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert f"[gpu_check] SETUP_ENV=0: {REPO}/.venv/bin/python as found" in result.stdout
+    assert "[setup]" not in result.stdout + result.stderr  # scripts/setup_env.sh never ran
+    assert "| family | precision |" in (tmp_path / "results.md").read_text()
