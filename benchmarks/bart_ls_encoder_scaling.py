@@ -12,6 +12,9 @@ each measurement in a fresh process). Prints a markdown table with ratios to ful
 the same length and to the same encoder at the shortest length.
 
     OMP_NUM_THREADS=2 python -m benchmarks.bart_ls_encoder_scaling --lengths 1024 2048 4096 8192 16384
+
+Its builders serve ``python -m benchmarks.peers --families bart_ls`` (generation and encoder
+against LED at every length, in the table of every family against its peer).
 """
 
 import argparse
@@ -39,7 +42,9 @@ def peak_rss_bytes():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def build_fairseq_encoder(mechanism, args, max_len):
+def build_fairseq_model(mechanism, args, max_len, decoder_layers=1):
+    """``(model, dictionary)``: BART-LS with ``mechanism``'s encoder (``full``: fairseq's BART) at
+    ``args``' sizes, random init, source positions up to ``max_len``."""
     from fairseq.data import Dictionary
     from fairseq.models.bart.model import BARTModel
 
@@ -50,8 +55,8 @@ def build_fairseq_encoder(mechanism, args, max_len):
     for i in range(args.vocab - 4):
         dictionary.add_symbol(f"w{i}")
     sizes = Namespace(
-        encoder_layers=args.layers, decoder_layers=1, encoder_embed_dim=args.dim, decoder_embed_dim=args.dim,
-        encoder_ffn_embed_dim=4 * args.dim, decoder_ffn_embed_dim=4 * args.dim,
+        encoder_layers=args.layers, decoder_layers=decoder_layers, encoder_embed_dim=args.dim,
+        decoder_embed_dim=args.dim, encoder_ffn_embed_dim=4 * args.dim, decoder_ffn_embed_dim=4 * args.dim,
         encoder_attention_heads=args.heads, decoder_attention_heads=args.heads,
         max_source_positions=max_len, max_target_positions=1024, block_size=args.block_size,
         pooling_layers=args.pooling_layers if mechanism == "pooled" else 0,
@@ -61,7 +66,11 @@ def build_fairseq_encoder(mechanism, args, max_len):
     bart_ls_base_architecture(sizes)
     task = Namespace(source_dictionary=dictionary, target_dictionary=dictionary)
     model = BartLSModel.build_model(sizes, task) if mechanism != "full" else BARTModel.build_model(sizes, task)
-    encoder = model.encoder
+    return model, dictionary
+
+
+def build_fairseq_encoder(mechanism, args, max_len):
+    encoder = build_fairseq_model(mechanism, args, max_len)[0].encoder
 
     def forward(tokens):
         return encoder(tokens, torch.full((1,), tokens.size(1)))["encoder_out"][0]
@@ -69,17 +78,22 @@ def build_fairseq_encoder(mechanism, args, max_len):
     return encoder, forward
 
 
-def build_led_encoder(args, max_len):
+def build_led_model(args, max_len, decoder_layers=1):
+    """HF ``LEDForConditionalGeneration`` at ``args``' sizes, window ``args.block_size``, random init."""
     from transformers import LEDConfig, LEDForConditionalGeneration
 
     config = LEDConfig(
-        vocab_size=args.vocab, d_model=args.dim, encoder_layers=args.layers, decoder_layers=1,
+        vocab_size=args.vocab, d_model=args.dim, encoder_layers=args.layers, decoder_layers=decoder_layers,
         encoder_attention_heads=args.heads, decoder_attention_heads=args.heads,
         encoder_ffn_dim=4 * args.dim, decoder_ffn_dim=4 * args.dim, attention_window=args.block_size,
         max_encoder_position_embeddings=max_len, max_decoder_position_embeddings=1024, dropout=0.0,
         attention_dropout=0.0,
     )
-    encoder = LEDForConditionalGeneration(config).get_encoder()
+    return LEDForConditionalGeneration(config)
+
+
+def build_led_encoder(args, max_len):
+    encoder = build_led_model(args, max_len).get_encoder()
 
     def forward(tokens):
         return encoder(input_ids=tokens, attention_mask=torch.ones_like(tokens)).last_hidden_state

@@ -13,6 +13,9 @@ Both sides of every ratio are measured in the same run, interleaved, by default 
 CPU seconds (the cores are shared; with one thread CPU time is the work done).
 
     OMP_NUM_THREADS=1 python -m benchmarks.prophetnet_speed --size small --threads 1
+
+Its builders serve ``python -m benchmarks.peers --families prophetnet`` (every family against
+its peer in one table).
 """
 
 import argparse
@@ -39,6 +42,8 @@ SIZES = {
     "large": dict(embed_dim=1024, ffn_embed_dim=4096, layers=12, attention_heads=16),
 }
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
 def hf_and_ours(size, vocab_size, ngram, workdir):
     """A random HF ProphetNet and the same weights converted to ours (loaded as fairseq does)."""
     dims = SIZES[size]
@@ -60,6 +65,16 @@ def hf_and_ours(size, vocab_size, ngram, workdir):
     path = convert(["prophetnet", "--hf-dir", hf_dir, "--out", out])
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": out})
     return hf, models[0], task
+
+
+def hf_ids(d, vocab_size):
+    """``(len(d),)`` HF (BERT) id of every index of our dictionary ``d``, the converter's vocabulary."""
+    to_hf = torch.empty(len(d), dtype=torch.long)
+    tokens = VOCAB + [f"w{i}" for i in range(vocab_size - len(VOCAB))]
+    roles = {"[CLS]": d.bos(), "[PAD]": d.pad(), "[SEP]": d.eos(), "[UNK]": d.unk()}
+    for bert_id, tok in enumerate(tokens):
+        to_hf[roles.get(tok, d.index(tok))] = bert_id
+    return to_hf
 
 
 def transformer_like(size, task):
@@ -101,23 +116,30 @@ def train_step(model, criterion, sample):
 
 
 def fairseq_generate(model, d, sample, beam, length):
-    generator = SequenceGenerator([model.eval()], d, beam_size=beam, min_len=length, max_len_b=length,
-                                  max_len_a=0)
+    """A call decoding ``sample`` with fairseq's SequenceGenerator; it returns the best hypothesis
+    of each sentence, ``length`` tokens (``</s>`` cut)."""
+    generator = SequenceGenerator([model], d, beam_size=beam, min_len=length, max_len_b=length, max_len_a=0)
 
     def run():
+        model.eval()  # a training step in between leaves the model in train mode
         with torch.no_grad():
-            generator.forward(sample)
+            hypos = generator.forward(sample)
+        return [h[0]["tokens"][:length].tolist() for h in hypos]
     return run
 
 
 def hf_generate(hf, sample, to_hf, beam, length):
+    """A call decoding ``sample`` with HF ``generate``, ``length`` new tokens, ``[PAD]`` suppressed
+    as fairseq does; it returns the new tokens (HF ids) of each sentence."""
     src = to_hf[sample["net_input"]["src_tokens"]]
 
     def run():
         with torch.no_grad():
-            hf.generate(input_ids=src, attention_mask=torch.ones_like(src), num_beams=beam,
-                        min_new_tokens=length, max_new_tokens=length, do_sample=False,
-                        no_repeat_ngram_size=0, length_penalty=1.0, early_stopping=False)
+            out = hf.generate(input_ids=src, attention_mask=torch.ones_like(src), num_beams=beam,
+                              min_new_tokens=length, max_new_tokens=length, do_sample=False,
+                              no_repeat_ngram_size=0, length_penalty=1.0, early_stopping=False,
+                              suppress_tokens=[hf.config.pad_token_id])
+        return out[:, 1:].tolist()  # after the decoder start token
     return run
 
 
@@ -144,11 +166,7 @@ def main(argv=None):
         hf, ours, task = hf_and_ours(args.size, args.vocab, args.ngram, workdir)
     d = task.target_dictionary
     baseline = transformer_like(args.size, task)
-    to_hf = torch.empty(len(d), dtype=torch.long)
-    tokens = VOCAB + [f"w{i}" for i in range(args.vocab - len(VOCAB))]
-    roles = {"[CLS]": d.bos(), "[PAD]": d.pad(), "[SEP]": d.eos(), "[UNK]": d.unk()}
-    for bert_id, tok in enumerate(tokens):
-        to_hf[roles.get(tok, d.index(tok))] = bert_id
+    to_hf = hf_ids(d, args.vocab)
 
     sample = batch(d, args.batch, args.src_len, args.tgt_len)
     ngram_loss = NgramLanguageLossCriterion(task, sentence_avg=False, label_smoothing=0.1)

@@ -7,10 +7,12 @@ All three modules get the same width, heads and input and do the same work (q/k/
 projections: HF's module is followed by its output dense layer); the DA modules the same
 relative table (256 buckets, max distance 512, DeBERTa-v3). Prints a markdown table of the best
 times (of --repeats) and the ratios against vanilla attention and against HF, all measured in
-this run.
+this run. Its modules serve ``python -m benchmarks.peers --families zcodepp`` (every family
+against its peer in one table).
 """
 
 import argparse
+from types import SimpleNamespace
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -20,6 +22,56 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfA
 from benchmarks.timing import CLOCKS, interleaved
 from fairseq_ext.modules.relative_position import deberta_distance_index
 from fairseq_ext.zcodepp.disentangled_attention import DisentangledSelfAttention
+
+
+def contenders(batch, length, dim, heads, buckets, max_distance):
+    """The three forward + backward calls on one input (a quarter of the first row padding), as
+    ``.vanilla``, ``.hf``, ``.ours`` (each returns its output); HF's module and its output layer
+    hold our random weights (``.same_output()``: whether the outputs agree on the real tokens)."""
+    torch.manual_seed(0)
+    x = torch.randn(batch, length, dim, requires_grad=True)
+    padding = torch.zeros(batch, length, dtype=torch.bool)
+    padding[0, length - length // 4:] = True  # some padding, as in a real batch
+    rel = torch.randn(2 * buckets, dim, requires_grad=True)
+
+    ours = DisentangledSelfAttention(dim, heads)
+    index = deberta_distance_index(length, buckets, max_distance)
+    hf = HFAttention(DebertaV2Config(
+        hidden_size=dim, num_attention_heads=heads, relative_attention=True, position_buckets=buckets,
+        max_relative_positions=max_distance, pos_att_type=["p2c", "c2p"], share_att_key=True,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    ))
+    hf_out_proj = torch.nn.Linear(dim, dim)  # DebertaV2SelfOutput.dense: ours and fairseq's include it
+    with torch.no_grad():
+        for theirs, mine in ((hf.query_proj, ours.q_proj), (hf.key_proj, ours.k_proj), (hf.value_proj, ours.v_proj),
+                             (hf_out_proj, ours.out_proj)):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias)
+    keep = (~padding).long()
+    hf_mask = keep[:, None, :, None] * keep[:, None, None, :]
+    vanilla = MultiheadAttention(dim, heads, self_attention=True)
+
+    def run_ours():
+        out = ours(x, padding, rel, index)
+        out.sum().backward()
+        return out
+
+    def run_hf():
+        out = hf_out_proj(hf(x, hf_mask, rel_embeddings=rel)[0])
+        out.sum().backward()
+        return out
+
+    def run_vanilla():
+        t_first = x.transpose(0, 1)  # (T, B, C)
+        out = vanilla(t_first, t_first, t_first, key_padding_mask=padding, need_weights=False)[0]
+        out.sum().backward()
+        return out
+
+    def same_output(tolerance=1e-4):
+        real = ~padding  # HF zeroes the rows of padded queries, ours leaves them to the caller
+        return torch.allclose(run_ours()[real], run_hf()[real], atol=tolerance, rtol=tolerance)
+
+    return SimpleNamespace(vanilla=run_vanilla, hf=run_hf, ours=run_ours, same_output=same_output)
 
 
 def main(argv=None):
@@ -35,40 +87,12 @@ def main(argv=None):
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="cpu: process CPU seconds (default; robust on a shared machine), wall: elapsed")
     args = parser.parse_args(argv)
-    torch.manual_seed(0)
-
+    runs = contenders(args.batch, args.length, args.dim, args.heads, args.buckets, args.max_distance)
     batch, length, dim = args.batch, args.length, args.dim
-    x = torch.randn(batch, length, dim, requires_grad=True)
-    padding = torch.zeros(batch, length, dtype=torch.bool)
-    padding[0, length - length // 4:] = True  # some padding, as in a real batch
-    rel = torch.randn(2 * args.buckets, dim, requires_grad=True)
-
-    ours = DisentangledSelfAttention(dim, args.heads)
-    index = deberta_distance_index(length, args.buckets, args.max_distance)
-    hf = HFAttention(DebertaV2Config(
-        hidden_size=dim, num_attention_heads=args.heads, relative_attention=True, position_buckets=args.buckets,
-        max_relative_positions=args.max_distance, pos_att_type=["p2c", "c2p"], share_att_key=True,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    ))
-    hf_out_proj = torch.nn.Linear(dim, dim)  # DebertaV2SelfOutput.dense: ours and fairseq's include it
-    keep = (~padding).long()
-    hf_mask = keep[:, None, :, None] * keep[:, None, None, :]
-    vanilla = MultiheadAttention(dim, args.heads, self_attention=True)
-
-    def run_ours():
-        ours(x, padding, rel, index).sum().backward()
-
-    def run_hf():
-        hf_out_proj(hf(x, hf_mask, rel_embeddings=rel)[0]).sum().backward()
-
-    def run_vanilla():
-        t_first = x.transpose(0, 1)  # (T, B, C)
-        vanilla(t_first, t_first, t_first, key_padding_mask=padding, need_weights=False)[0].sum().backward()
-
     names = ("vanilla (fairseq MultiheadAttention)", "HF DebertaV2 DisentangledSelfAttention",
              "ours (DisentangledSelfAttention)")
     # best of N: the least disturbed by other jobs on a shared machine
-    best = interleaved([run_vanilla, run_hf, run_ours], args.warmup, args.repeats, CLOCKS[args.clock], reduce=min)
+    best = interleaved([runs.vanilla, runs.hf, runs.ours], args.warmup, args.repeats, CLOCKS[args.clock], reduce=min)
     results = dict(zip(names, best))
     base, hf_time = results["vanilla (fairseq MultiheadAttention)"], results["HF DebertaV2 DisentangledSelfAttention"]
     print(f"forward + backward, batch {batch} x {length} tokens, width {dim}, {args.heads} heads, "
