@@ -8,6 +8,7 @@
 ``fluency``          back-to-back repeats and repeated bigrams of summary files
 ``qg``               question-generation BLEU-4, ROUGE-L, METEOR
 ``join_lines``       every N lines joined into one (aspect summaries -> a document's)
+``restore_surface``  WordPiece summaries in their sources' casing and spacing
 ``gap_sentences``    PEGASUS gap-sentence pairs from the shipped Wikipedia text
 ``squad_sample``     the small SQuAD-format sample of the question-generation recipes
 ``hf_text``          text <-> token-id lines with a local Hugging Face tokenizer

@@ -64,6 +64,10 @@ if [[ "${NO_REPEAT_WORD}" == 1 ]]; then RULE_ARGS+=(--no-repeat-word); RULE_KEYS
 if [[ "${END_AT_SENTENCE}" == 1 ]]; then RULE_ARGS+=(--end-at-sentence); RULE_KEYS+=", \"end_at_sentence\": true"; fi
 COVERAGE_ARGS=()
 if [[ "${COVERAGE}" == 1 ]]; then COVERAGE_ARGS=(--coverage --coverage-loss-weight "${COVERAGE_LOSS}"); fi
+# the summaries in their paper's casing and spacing (--restore-surface, fairseq_ext/data/surface.py);
+# RESTORE_SURFACE=0: the lower-cased WordPieces joined (ROUGE lower-cases: the same figures)
+SURFACE_ARGS=()
+if [[ "${RESTORE_SURFACE:-1}" == 0 ]]; then SURFACE_ARGS=(--no-restore-surface); fi
 TRAIN_ARGS=(
     --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
     --init-from-hf "$(minilm_dir)" ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"}
@@ -86,6 +90,6 @@ GEN_ARGS=(
     --beam "${BEAM:-4}" --lenpen "${LENPEN:-1.0}" --min-len "${MIN_LEN:-40}"
     --max-len-a 0 --max-len-b "${MAX_LEN_B:-$((MAX_TARGET - 1))}" --no-repeat-ngram-size "${NO_REPEAT:-3}"
     --decode-words "${DECODE_WORDS:-any}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"}
-    --decode-words-bigram-bonus "${BIGRAM_BONUS:-0}" "${RULE_ARGS[@]}"
+    --decode-words-bigram-bonus "${BIGRAM_BONUS:-0}" "${RULE_ARGS[@]}" "${SURFACE_ARGS[@]}"
     --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
 )

@@ -29,8 +29,10 @@ export SOURCE_POSITIONS="${SOURCE_POSITIONS:-384}" TARGET_POSITIONS="${TARGET_PO
 bash "${REPO}/scripts/s2s_ft/finetune.sh" \
     --eval-bleu --eval-bleu-args "{\"beam\": 1, \"max_len_b\": $((TARGET_POSITIONS - 1))}" \
     --best-checkpoint-metric bleu --maximize-best-checkpoint-metric "$@"
+# the questions and references as the WordPiece data decode them (--no-restore-surface), the
+# lower-cased text the published figures score
 CHECKPOINT="${SAVE_DIR}/checkpoint_best.pt" OUT="${SAVE_DIR}" PRESET=squad_qg SUBSET="${SUBSET}" \
-    bash "${REPO}/scripts/s2s_ft/decode.sh"
+    bash "${REPO}/scripts/s2s_ft/decode.sh" --no-restore-surface
 hypotheses "${SAVE_DIR}/generate-${SUBSET}.txt" "${SAVE_DIR}/${SUBSET}.ref" T
 REF="${REF:-${SAVE_DIR}/${SUBSET}.ref}"
 python -m fairseq_ext.cli.qg "${SAVE_DIR}/${SUBSET}.hyp" "${REF}" --json "${SAVE_DIR}/${SUBSET}.scores.json" \

@@ -9,7 +9,10 @@ ACLSum (sentencepiece; s2s-ft and ProphetNet's converted-checkpoint data: BERT W
 * the hub: beam 4 then beam 1 on one object, bad input refused with an error that names it,
   input cleaned as ``preprocess`` cleans, the text codec found beside the data or the
   checkpoint or refused (never whitespace tokens);
-* the validation generator's beam never reaches the loss.
+* the validation generator's beam never reaches the loss;
+* summaries of WordPiece data come out in their source's casing and spacing from fairseq-generate,
+  fairseq-interactive and the hub (``--restore-surface``, on), those of sentencepiece data as
+  they are.
 """
 
 import contextlib
@@ -28,6 +31,7 @@ from fairseq_cli import generate as generate_cli
 from fairseq_cli import interactive as interactive_cli
 
 from fairseq_ext.data.prepare_wordpiece import prepare_wordpiece
+from fairseq_ext.data.surface import restore_surface
 from harness import USER_DIR, parse_generate_output, prepare_corpus, read_lines, train
 from user_dir import from_pretrained
 
@@ -86,7 +90,7 @@ def _documents(data, n=4):
     return read_lines(data.parent / "raw" / "test.source")[:n]
 
 
-def _generate(family, data, checkpoint, extra=()):
+def _generate(family, data, checkpoint, extra=(), kind="D"):
     argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--path", str(checkpoint),
             "--gen-subset", "test", "--beam", "2", "--max-len-b", "6", "--batch-size", "4",
             "--required-batch-size-multiple", "1", "--num-workers", "0", *extra]
@@ -94,14 +98,14 @@ def _generate(family, data, checkpoint, extra=()):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         generate_cli.main(args)
-    return parse_generate_output(out.getvalue())
+    return parse_generate_output(out.getvalue(), kind)
 
 
-def _interactive(family, data, checkpoint, documents, monkeypatch, stdin=None, count=None):
+def _interactive(family, data, checkpoint, documents, monkeypatch, stdin=None, count=None, extra=()):
     count = count or len(documents)
     argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, "--path", str(checkpoint),
             "--beam", "2", "--max-len-b", "6", "--buffer-size", str(count),
-            "--batch-size", str(count), "--num-workers", "0"]
+            "--batch-size", str(count), "--num-workers", "0", *extra]
     args = options.parse_args_and_arch(options.get_interactive_generation_parser(), argv)
     monkeypatch.setattr("sys.stdin", stdin or io.StringIO("".join(doc + "\n" for doc in documents)))
     out = io.StringIO()
@@ -285,6 +289,68 @@ def test_hub_finds_the_text_codec_beside_the_data_or_the_checkpoint_or_refuses(t
     kind = "spm_model" if codec.name == "spm.model" else "wordpiece_vocab"
     hub = from_pretrained(str(model_dir), "checkpoint_last.pt", data_name_or_path=str(bare), **{kind: str(codec)})
     assert hub.summarize(document, beam=2, max_len_b=5) == expected
+
+
+# ---------------------------------------------------------------- surface restoration
+
+
+def test_restore_surface_is_on_for_wordpiece_data_only(corpora):
+    """``--restore-surface`` defaults to on for every family's task; it applies where the data
+    are WordPiece (s2s-ft's, converted ProphetNet's), not to sentencepiece data."""
+    for name, family in FAMILIES.items():
+        data = corpora[family.data]
+        for flags, on in (([], True), (["--no-restore-surface"], False), (["--restore-surface"], True)):
+            argv = [str(data), "--user-dir", USER_DIR, "--task", family.task, *flags]
+            cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_generation_parser(), argv))
+            task = tasks.setup_task(cfg.task)
+            assert cfg.task.restore_surface is on, name
+            assert task.restores_surface is (on and family.data == "wordpiece"), name
+
+
+def test_generate_restores_the_summaries_of_wordpiece_data(trained):
+    """fairseq-generate's D- lines (and S-, T-) are the library's restoration of the pieces
+    joined (``--no-restore-surface``), each against its own raw document; s2s-ft's ignored
+    ``--bpe sentencepiece`` (the main job's) changes nothing. Sentencepiece data: the same lines."""
+    name, family, data, save = trained
+    checkpoint = save / "checkpoint_last.pt"
+    extra = ["--bpe", "sentencepiece", "--sentencepiece-model", str(data / "spm.model")] if name == "s2s_ft" else []
+    plain = {kind: _generate(family, data, checkpoint, ["--no-restore-surface", *extra], kind) for kind in "DS"}
+    restored = {kind: _generate(family, data, checkpoint, extra, kind) for kind in "DS"}
+    if family.data != "wordpiece":
+        assert restored == plain
+        return
+    documents = _documents(data, LIMIT)
+    for kind in "DS":
+        assert restored[kind] == [restore_surface(text, doc) for text, doc in zip(plain[kind], documents)]
+    assert all(source[:1].isupper() and not plain_source[:1].isupper()
+               for source, plain_source in zip(restored["S"], plain["S"]))  # the papers' capitals came back
+
+
+def test_interactive_restores_the_summaries_of_wordpiece_data(trained, monkeypatch):
+    """fairseq-interactive, one document a buffer: each summary restored against its input line."""
+    name, family, data, save = trained
+    checkpoint = save / "checkpoint_last.pt"
+    documents = _documents(data, 3)
+    plain = _interactive(family, data, checkpoint, documents, monkeypatch, count=1, extra=["--no-restore-surface"])
+    restored = _interactive(family, data, checkpoint, documents, monkeypatch, count=1)
+    expected = [restore_surface(s, doc) for s, doc in zip(plain, documents)] if family.data == "wordpiece" else plain
+    assert restored == expected
+
+
+def test_hub_restores_the_summaries_of_wordpiece_data(trained):
+    name, family, data, save = trained
+    hub = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data))
+    documents = _documents(data, 3)
+    plain = hub.summarize(documents, beam=2, max_len_b=6, restore_surface=False)
+    restored = hub.summarize(documents, beam=2, max_len_b=6)
+    expected = [restore_surface(s, doc) for s, doc in zip(plain, documents)] if family.data == "wordpiece" else plain
+    assert restored == expected
+    assert hub.summarize(documents, beam=2, max_len_b=6, restore_surface=True) == \
+        [restore_surface(s, doc) for s, doc in zip(plain, documents)]
+    off = from_pretrained(str(save), "checkpoint_last.pt", data_name_or_path=str(data), restore_surface=False)
+    assert off.summarize(documents, beam=2, max_len_b=6) == plain
+    with pytest.raises(TypeError, match="restore_surface must be True, False or None"):
+        hub.summarize(documents, restore_surface="no")
 
 
 def test_hub_names_a_missing_directory_or_checkpoint(trained, tmp_path):
