@@ -66,6 +66,23 @@ def _status_kib(name):
         return int(re.search(rf"{name}:\s+(\d+)", f.read()).group(1))
 
 
+def status_mib(name):
+    """``VmRSS`` (resident now) or ``VmHWM`` (its peak) of this process, MiB."""
+    return _status_kib(name) / 1024
+
+
+def memory_table(family, rows):
+    """Each side's resident memory in its own process: after imports, after reading the model
+    from its files, and the peak over the whole run (one decoding included)."""
+    lines = [f"#### {family}: memory, a fresh process a side", "",
+             "| side | after imports MiB | after loading MiB | loading adds MiB | peak MiB | peak over imports MiB |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for side, m in rows:
+        lines.append(f"| {side} | {m['imports']:.0f} | {m['loaded']:.0f} | {m['loaded'] - m['imports']:.0f} "
+                     f"| {m['peak']:.0f} | {m['peak'] - m['imports']:.0f} |")
+    return "\n".join(lines)
+
+
 def peak_growth_mib(fn):
     """How far one call of ``fn`` raises the resident set above where it starts (MiB): the
     kernel's peak (``VmHWM``) is reset first; ``None`` where ``/proc`` cannot do that."""

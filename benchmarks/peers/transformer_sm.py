@@ -1,5 +1,10 @@
 """Transformer-SM against Hugging Face ``GPT2LMHeadModel.generate`` on the very same weights.
 
+Memory (``--memory``): the HF model saved with ``save_pretrained`` and converted to ours by
+``python -m fairseq_ext.cli.convert transformer_sm`` (as a user starts from GPT-2); each side
+reads its files in a fresh process (ours through fairseq's ``load_model_ensemble_and_task``, as
+fairseq-generate and the hub do; HF's ``from_pretrained``) and decodes the same articles once.
+
 Our model is built as GPT-2 is (pre-LN blocks, a final LayerNorm, tanh GELU, summary positions
 that continue after the article, no source embeddings: the paper's Transformer-LM ablation, the
 one configuration a GPT-2 computes exactly), with random weights; the HF model gets those
@@ -10,13 +15,16 @@ SequenceGenerator as fairseq-generate runs it, prefill included; HF's ``generate
 ``min_new_tokens = max_new_tokens``; ``<pad>`` suppressed on both sides, as fairseq does).
 """
 
+import os
 from argparse import Namespace
 
 import torch
+from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import user_dir  # noqa: F401  (registers the plugin)
+from fairseq_ext.cli.convert import main as convert
 from user_dir.models.transformer_sm import TransformerSMConfig, TransformerSMModel
 from user_dir.tasks.transformer_sm import DELIMITER, TransformerSMTask, TransformerSMTaskConfig
 
@@ -117,3 +125,38 @@ def comparisons(args):
     setting = (f"{layers} layers, {width} wide, {heads} heads, vocabulary {vocab}; {article}-token articles, "
                f"batch {batch}, {summary} new tokens; same weights (ours -> GPT-2).")
     return setting, rows
+
+
+MEMORY_SIDES = ("ours greedy", "HF greedy", "ours beam 3", "HF beam 3")
+
+
+def memory_sides(args, workdir):
+    layers, width, heads, vocab, article, summary, batch = SIZES[args.size]
+    _, _, hf = build(layers, width, heads, vocab, article, summary)
+    hf.save_pretrained(os.path.join(workdir, "hf"))
+    convert(["transformer_sm", "--hf-dir", os.path.join(workdir, "hf"), "--out", os.path.join(workdir, "ours"),
+             "--no-source-embeddings"])
+    return MEMORY_SIDES
+
+
+def memory_side(args, side, workdir, mark):
+    layers, width, heads, vocab, article, summary, batch = SIZES[args.size]
+    beam = 1 if side.endswith("greedy") else 3
+    src = torch.randint(8, vocab - 8, (batch, article), generator=torch.Generator().manual_seed(1))
+    if side.startswith("ours"):
+        out = os.path.join(workdir, "ours")
+        models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+            [os.path.join(out, "model.pt")],
+            arg_overrides={"data": out, "max_source_positions": article, "max_target_positions": summary + 1})
+        mark("loaded")
+        src[:, 0] = task.source_dictionary.bos()
+        generator = task.build_generator(models, Namespace(beam=beam, min_len=summary, max_len_a=0, max_len_b=summary))
+        sample = {"net_input": {"src_tokens": src, "src_lengths": torch.full((batch,), article)},
+                  "id": torch.arange(batch)}
+        task.inference_step(generator, models, sample)
+    else:
+        hf = GPT2LMHeadModel.from_pretrained(os.path.join(workdir, "hf")).eval()
+        mark("loaded")
+        with torch.no_grad():
+            hf.generate(input_ids=src, attention_mask=torch.ones_like(src), num_beams=beam, do_sample=False,
+                        min_new_tokens=summary, max_new_tokens=summary)
