@@ -74,9 +74,12 @@ class ModelBasedDenoisingCriterion(FairseqCriterion):
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def build_text_to_text_batch(self, tokens, selected):
-        """Corrupt the selected spans of every row into a collated seq2seq batch."""
+        """Corrupt the selected spans of every row into a collated seq2seq batch on ``tokens``'s
+        device (fairseq's ``collate`` sorts by lengths it builds on the CPU, so it gets CPU rows)."""
         dictionary = self.task.source_dictionary
-        sentinels = torch.as_tensor(self.task.sentinel_ids, device=tokens.device)
+        device = tokens.device
+        tokens, selected = tokens.cpu(), selected.cpu()
+        sentinels = torch.as_tensor(self.task.sentinel_ids)
         real = tokens.ne(dictionary.pad())
         samples = []
         for row in range(tokens.size(0)):
@@ -84,7 +87,8 @@ class ModelBasedDenoisingCriterion(FairseqCriterion):
                 tokens[row][real[row]], selected[row][real[row]], sentinels, dictionary.eos(), bos=dictionary.bos()
             )
             samples.append({"id": row, "source": source, "target": target})
-        return collate(samples, dictionary.pad(), dictionary.eos(), left_pad_source=True, left_pad_target=False)
+        batch = collate(samples, dictionary.pad(), dictionary.eos(), left_pad_source=True, left_pad_target=False)
+        return utils.apply_to_sample(lambda t: t.to(device), batch)
 
     def forward(self, model, sample, reduce=True):
         tokens, candidates = sample["tokens"], sample["candidates"]  # (B, T), (B, T)
