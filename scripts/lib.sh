@@ -28,7 +28,9 @@
 #                                      and --distributed-rank, no process group), outputs joined in
 #                                      OUT, their logs in OUT.log; fails naming the log if one fails
 #   hypotheses GENERATED OUT [KIND]    fairseq-generate's KIND lines (D: detokenized, the default;
-#                                      H: pieces; T: references), text only, in input order
+#                                      H: pieces; T: references; W: the H lines' WordPieces joined
+#                                      into words, the D lines of WordPiece data without
+#                                      --restore-surface), text only, in input order
 #   rouge HYP REF SAVE_TO              files2rouge (one document a line), the report also in SAVE_TO
 #   is_corpus_dir CORPUS               true when CORPUS is a directory of the user's (a path, or an
 #                                      existing folder), not a built-in corpus name (aclsum, wiki, ...)
@@ -122,11 +124,17 @@ generate_in_shards() {
 }
 
 hypotheses() {
-    local field=3  # D-<id>, H-<id>: id, score, text; T-<id>: id, text
-    if [[ "${3:-D}" == T ]]; then
+    local field=3 kind="${3:-D}"  # D-<id>, H-<id>: id, score, text; T-<id>: id, text
+    if [[ "${kind}" == T ]]; then
         field=2
     fi
-    grep "^${3:-D}-" "$1" | sort -t- -k2 -n | cut -f"${field}" > "$2"
+    if [[ "${kind}" == W ]]; then
+        grep "^H-" "$1" | sort -t- -k2 -n | cut -f3 | python -c 'import sys
+from fairseq_ext.data.wordpiece import join_pieces
+sys.stdout.writelines(join_pieces(line) + "\n" for line in sys.stdin)' > "$2"
+        return
+    fi
+    grep "^${kind}-" "$1" | sort -t- -k2 -n | cut -f"${field}" > "$2"
 }
 
 rouge() {

@@ -147,11 +147,20 @@ generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
     --gen-subset test --batch-size 8 --num-workers 0 "${GEN_ARGS[@]}" \
     --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model"
 hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
+# what ROUGE and the fluency figures read: the words tokenized, files2rouge's input (it splits
+# sentences at " . "): for WordPiece data the words of the pieces, not the summaries restored to
+# their papers' casing and spacing (--restore-surface), which would score another ROUGE-L
+if [[ -f "${DATA_DIR}/bin/vocab.txt" ]]; then
+    hypotheses "${WORK}/generate-test.txt" "${WORK}/test.tokens.hyp" W
+else
+    cp "${WORK}/test.hyp" "${WORK}/test.tokens.hyp"
+fi
 # the references: one document a line (per-aspect targets joined, as the summaries are)
 python -m fairseq_ext.cli.join_lines --every "${LINES_PER_DOCUMENT:-1}" "${DATA_DIR}/raw/test.target" "${WORK}/test.ref"
 if [[ "${LINES_PER_DOCUMENT:-1}" != 1 ]]; then
     mv "${WORK}/test.hyp" "${WORK}/test.pieces.hyp"
     python -m fairseq_ext.cli.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.pieces.hyp" "${WORK}/test.hyp"
+    python -m fairseq_ext.cli.join_lines --every "${LINES_PER_DOCUMENT}" "${WORK}/test.tokens.hyp" "${WORK}/test.tokens.hyp"
 fi
 if [[ -z "${LEAD_ARGS+set}" ]]; then
     if [[ "${CORPUS}" == "aclsum" ]]; then  # ACLSum's own sentence segmentation, as published
@@ -163,14 +172,14 @@ fi
 python -m fairseq_ext.cli.lead "${LEAD_ARGS[@]}" --n 3 --out "${WORK}/lead3.hyp" ${LIMIT:+--limit "${LIMIT}"}
 
 echo "== [4/4] files2rouge (at $(( $(date +%s) - start )) s)"
-rouge "${WORK}/test.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
+rouge "${WORK}/test.tokens.hyp" "${WORK}/test.ref" "${WORK}/rouge-${MODEL}.txt" > /dev/null
 rouge "${WORK}/lead3.hyp" "${WORK}/test.ref" "${WORK}/rouge-lead3.txt" > /dev/null
 python scripts/rouge_table.py "${MODEL}=${WORK}/rouge-${MODEL}.txt" "LEAD-3=${WORK}/rouge-lead3.txt" \
-    --summaries "${MODEL}=${WORK}/test.hyp" --summaries "LEAD-3=${WORK}/lead3.hyp" --references "${WORK}/test.ref" \
+    --summaries "${MODEL}=${WORK}/test.tokens.hyp" --summaries "LEAD-3=${WORK}/lead3.hyp" --references "${WORK}/test.ref" \
     | tee "${WORK}/results.md"
 echo "the model against LEAD-3 on the same documents, paired (python -m fairseq_ext.cli.rouge_paired):" \
     | tee -a "${WORK}/results.md"
-python -m fairseq_ext.cli.rouge_paired "${WORK}/test.hyp" "${WORK}/lead3.hyp" "${WORK}/test.ref" \
+python -m fairseq_ext.cli.rouge_paired "${WORK}/test.tokens.hyp" "${WORK}/lead3.hyp" "${WORK}/test.ref" \
     --names "${MODEL}" LEAD-3 | tee -a "${WORK}/results.md"
 echo "${MODEL}: ${BEST}, update ${updates}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"

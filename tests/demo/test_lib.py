@@ -24,6 +24,24 @@ def test_data_names_come_from_the_corpus_and_the_limit(tmp_path):
     assert done.stdout.splitlines() == ["aclsum", "my corpus_wp", "aclsum_aspects_wp-limit8"]
 
 
+def test_hypotheses_in_input_order_and_the_words_of_wordpieces(tmp_path):
+    """``hypotheses GENERATED OUT KIND``: D (the default), H, T lines in input order; W the H
+    lines' WordPieces joined into words (what WordPiece data's D lines are without
+    ``--restore-surface``, and what files2rouge scores in the main job)."""
+    generated = tmp_path / "generate-test.txt"
+    generated.write_text("S-10\tthe source\nT-10\tthe target .\nH-10\t-0.5\tsum ##mar ##ies , in pieces .\n"
+                         "D-10\t-0.5\tSummaries, in pieces.\nH-2\t-0.1\t##s a phrase - based mt\n"
+                         "D-2\t-0.1\tS a phrase-based MT\nT-2\tfirst\n", encoding="utf-8")
+    kinds = {kind: tmp_path / f"{kind}.txt" for kind in "DHTW"}
+    done = bash(" && ".join(f'hypotheses "{generated}" "{out}" {kind}' for kind, out in kinds.items()))
+    assert done.returncode == 0, done.stderr
+    lines = {kind: out.read_text(encoding="utf-8").splitlines() for kind, out in kinds.items()}
+    assert lines["D"] == ["S a phrase-based MT", "Summaries, in pieces."]
+    assert lines["H"] == ["##s a phrase - based mt", "sum ##mar ##ies , in pieces ."]
+    assert lines["T"] == ["first", "the target ."]
+    assert lines["W"] == ["s a phrase - based mt", "summaries , in pieces ."]
+
+
 RECIPE = """defaults ARCH=bart_ls_large SOURCE_POSITIONS=16384 BLOCK_SIZE=1024 TARGET=7
 args_from_checkpoint "$INIT" ARCH:=--arch "SOURCE_POSITIONS<=--max-source-positions" BLOCK_SIZE=--block-size
 echo "$ARCH $SOURCE_POSITIONS $BLOCK_SIZE $TARGET | ${CHECKPOINT_ARGS[*]}"

@@ -70,6 +70,7 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
 @pytest.mark.e2e
 def test_own_corpus_through_the_main_job(tmp_path):
     from fairseq_ext.data import load_aclsum
+    from fairseq_ext.data.surface import normalize
 
     corpus = tmp_path / "my corpus"
     corpus.mkdir()
@@ -88,6 +89,11 @@ def test_own_corpus_through_the_main_job(tmp_path):
     lead = (run / "lead3.hyp").read_text(encoding="utf-8").splitlines()
     assert len(lead) == 4 and all(line.startswith(f"Own document {i} of test.") for i, line in enumerate(lead))
     assert len((run / "test.hyp").read_text().splitlines()) == 4  # one summary a document, not joined by 3
+    # the summaries in their documents' casing and spacing; ROUGE read the same words tokenized
+    summaries = (run / "test.hyp").read_text(encoding="utf-8").splitlines()
+    tokens = (run / "test.tokens.hyp").read_text(encoding="utf-8").splitlines()
+    assert ["".join(normalize(s).split()) for s in summaries] == ["".join(t.split()) for t in tokens]
+    assert summaries != tokens and all(t == t.lower() for t in tokens)
     assert "update 1;" in done.stdout
 
     # the same data folder name from another corpus is refused, naming what it holds
