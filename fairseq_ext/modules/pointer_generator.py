@@ -19,7 +19,8 @@ from torch import nn
 from .attention import masked_softmax
 
 TINY = torch.finfo(torch.float32).tiny
-"""Floor under a mixed probability before its log (only reached when a softmax underflows)."""
+"""Floor under a mixed probability before its log and under the coverage's renormalizing sum,
+both computed in fp32 (only reached when a softmax underflows)."""
 
 
 class PointerGenerator(nn.Module):
@@ -73,7 +74,10 @@ class Coverage(nn.Module):
     coverage: a model trained without it loads (its missing ``w`` read as 0) and decodes as
     before, then learns ``w`` when fine-tuned with the coverage loss (the paper adds coverage
     to a trained model for a short phase). The steps depend on each other through ``c_t``, so
-    :meth:`forward` runs them in order, a ``(B, heads, S)`` operation each.
+    :meth:`forward` runs them in order, a ``(B, heads, S)`` operation each, in fp32 whatever the
+    model's dtype: ``exp(w_h * c_t)`` of a well-covered position is below fp16's smallest number
+    after a few steps (``w c = -20``: 2e-9), and a sum of attentions up to T loses its small
+    increments in bf16.
     """
 
     def __init__(self, heads: int):
@@ -85,15 +89,15 @@ class Coverage(nn.Module):
         steps, rows summing to 1 (0 on padding); ``coverage (B, S)``: the coverage before the
         first of them (None: zero, the start of a summary).
 
-        Returns ``(attn (B, T, S), coverages (B, T, S), coverage (B, S))``: the copy attention
-        of each step, the coverage vector it saw, and the coverage after the last step."""
+        Returns ``(attn (B, T, S), coverages (B, T, S), coverage (B, S))`` in fp32: the copy
+        attention of each step, the coverage vector it saw, and the coverage after the last step."""
         B, h, T, S = probs.shape
-        c = probs.new_zeros(B, S) if coverage is None else coverage.to(probs.dtype)  # (B, S)
-        weight = self.weight.to(probs.dtype)[None, :, None]  # (1, h, 1)
+        c = probs.new_zeros(B, S, dtype=torch.float32) if coverage is None else coverage.float()  # (B, S)
+        weight = self.weight.float()[None, :, None]  # (1, h, 1)
         plain = not bool(self.weight.detach().any())  # w = 0: the attention as it is
         attns, coverages = [], []
         for t in range(T):
-            p = probs[:, :, t]  # (B, h, S)
+            p = probs[:, :, t].float()  # (B, h, S)
             if not plain:
                 x = weight * c[:, None, :]  # (B, h, S)
                 p = p * torch.exp(x - x.amax(dim=-1, keepdim=True).detach())

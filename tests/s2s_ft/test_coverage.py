@@ -3,6 +3,7 @@
 reorders included) equal to the full forward, zero weights equal to the model without
 coverage, and a checkpoint trained without it loading into a model with it."""
 
+import copy
 from types import SimpleNamespace
 
 import pytest
@@ -155,6 +156,23 @@ def test_coverage_loss_by_hand(method):
     assert by_hand > 0
     torch.testing.assert_close(float(log["coverage_loss"]), by_hand, atol=1e-4, rtol=1e-5)
     torch.testing.assert_close(float(loss), float(base) + 0.5 * by_hand, atol=1e-3, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_attention_is_renormalized_as_in_fp32(dtype):
+    # all attention on position 0 for 8 steps: its coverage is t, exp(-4 t) of the uncovered
+    # positions' weight, below fp16's smallest number from t = 5 (in fp16 arithmetic: 0 / 0)
+    probs = torch.zeros(1, 2, 8, 3)  # (B, h, T, S)
+    probs[..., 0] = 1.0
+    cov = Coverage(2)
+    with torch.no_grad():
+        cov.weight.fill_(-4.0)
+    reference = cov(probs)
+    half = copy.deepcopy(cov).to(dtype)(probs.to(dtype), torch.zeros(1, 3, dtype=dtype))
+    for got, expected in zip(half, reference):
+        assert torch.isfinite(got).all()
+        torch.testing.assert_close(got.float(), expected)
+    torch.testing.assert_close(reference[0][0, :, 0], torch.ones(8))  # it keeps all the attention
 
 
 def test_coverage_loss_trains_the_coverage_weights():
