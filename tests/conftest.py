@@ -18,7 +18,8 @@ checkpoints), ``toys`` (the one toy dictionary, ``toy_dictionary(words, *symbols
 builders outside fixtures call too, and a bad SQuAD file), ``prophetnet_oracle`` /
 ``deberta_oracle`` (random-init HF models and the builders their parity and converter tests
 share), ``s2s_ft_models`` (the toy s2s-ft model), ``hostile`` (hostile model files),
-``activation_checkpointing``; ``record_saves.py`` and ``audit_run.py`` are scripts.
+``half_precision`` (every family built for the fp16/bf16 tests), ``activation_checkpointing``;
+``record_saves.py`` and ``audit_run.py`` are scripts.
 pyproject's ``pythonpath`` puts that folder on ``sys.path``; test files are imported with
 ``--import-mode=importlib``, so a new ``tests/<family>/test_x.py`` needs no ``__init__.py`` and
 two directories may hold files of the same name. Import shared helpers from a helper module,

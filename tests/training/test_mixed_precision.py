@@ -17,75 +17,22 @@ margin of about 4 while staying far below what a broken mask or an overflow give
 or errors of whole nats).
 """
 
-import argparse
 import copy
 
 import pytest
 import torch
-from fairseq import options, tasks, utils
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from fairseq_ext.prophetnet.attention import own_slot_attention
-from harness import USER_DIR, train_argv
+from half_precision import FAMILIES, HALF, LOGPROB_TOLERANCE, build, summarization_rows
 
-TOLERANCE = {torch.float16: 0.02, torch.bfloat16: 0.16}
 LENGTHS = [(1, 1), (2, 3), (17, 5), (None, None)]  # (source, target) tokens per row; None = the whole document
-
-FAMILIES = {
-    "bart": ("bart_summ_tiny", "abstractive_summarization", []),
-    "prophetnet": ("prophetnet_summ_tiny", "abstractive_summarization", []),
-    "bart_ls": ("bart_ls_tiny", "abstractive_summarization",
-                ["--block-size", "16", "--pooling-layers", "1", "--max-source-positions", "256"]),
-    "zcodepp": ("zcodepp_tiny", "abstractive_summarization", []),
-    "s2s_ft": ("s2s_ft_tiny", "s2s_ft_summarization", ["--max-source-positions", "96", "--max-target-positions", "48"]),
-    "transformer_sm": ("transformer_sm_tiny", "transformer_sm",
-                       ["--max-source-positions", "128", "--max-target-positions", "48"]),
-}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def aclsum(aclsum_bin):
-    return aclsum_bin
-
-
-def _shorten(tokens, length, eos):
-    """The first ``length`` tokens, keeping a final ``</s>``."""
-    if length is None or len(tokens) <= length:
-        return tokens
-    return torch.cat([tokens[: length - 1], tokens[-1:]]) if tokens[-1] == eos else tokens[:length]
-
-
-def _perturb(model, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, weight in model.named_parameters():
-            if weight.dim() >= 2:
-                weight.copy_(torch.randn(weight.shape, generator=gen) * weight.size(-1) ** -0.5)
-            elif "norm" in name and name.endswith("weight"):
-                weight.copy_(1 + 0.2 * (torch.rand(weight.shape, generator=gen) - 0.5))
-            else:
-                weight.copy_(0.1 * torch.randn(weight.shape, generator=gen))
-    return model
 
 
 def _family(aclsum, family):
     arch, task_name, flags = FAMILIES[family]
-    utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))
-    args = options.parse_args_and_arch(options.get_training_parser(),
-                                       train_argv(aclsum, "unused", arch, flags, task=task_name))  # fmt: skip
-    cfg = convert_namespace_to_omegaconf(args)
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(0)
-    model = _perturb(task.build_model(cfg.model)).eval()
-    task.load_dataset("valid")
-    dataset = task.dataset("valid")
-    eos = task.source_dictionary.eos()
-    rows = []
-    for index, (source, target) in enumerate(LENGTHS):
-        item = dict(dataset[index])
-        item["source"], item["target"] = _shorten(item["source"], source, eos), _shorten(item["target"], target, eos)
-        rows.append(item)
-    return task, model, dataset.collater(rows)
+    task, model, _ = build(aclsum, arch, task_name, flags)
+    rows = summarization_rows(task, LENGTHS)
+    return task, model, task.dataset("valid").collater(rows)
 
 
 def _target_logprobs(model, sample, pad):
@@ -98,13 +45,14 @@ def _target_logprobs(model, sample, pad):
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_half_precision_forward_matches_fp32(aclsum, family):
-    task, model, sample = _family(aclsum, family)
+def test_half_precision_forward_matches_fp32(aclsum_bin, family):
+    task, model, sample = _family(aclsum_bin, family)
     pad = task.target_dictionary.pad()
     reference = _target_logprobs(model, sample, pad)
     assert reference.std() > 0.5  # perturbed weights: spread-out predictions, not a uniform guess
     assert sample["net_input"]["src_tokens"].ne(task.source_dictionary.pad()).sum(1).min() <= 2  # a 1-token row
-    for dtype, tolerance in TOLERANCE.items():
+    for dtype in HALF:
+        tolerance = LOGPROB_TOLERANCE[dtype]
         low = _target_logprobs(copy.deepcopy(model).to(dtype), sample, pad)
         error = (low - reference).abs().max().item()
         assert error <= tolerance, f"{family} {dtype}: max |log p error| {error:.4f} > {tolerance}"
