@@ -102,6 +102,21 @@ def test_biased_attention_matches_softmax_attention_and_keeps_fp32_scores():
         biased_attention(q, k, v, padding, bias.half())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("bias", [False, True])
+def test_biased_attention_on_keys_of_padding_only_stays_finite(dtype, bias):
+    # masked_softmax's promise for a row whose keys are all padding: uniform weights, not NaN
+    # (a fill at -inf gives -inf - -inf there); row 0 keeps one key, which takes all the weight
+    gen = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 3, 4, generator=gen).to(dtype) for _ in range(3))  # (B, H, T, D)
+    padding = torch.tensor([[False, True, True], [True, True, True]])  # (B, S)
+    out = biased_attention(q, k, v, padding, torch.randn(2, 2, 3, 3, generator=gen) if bias else None)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    torch.testing.assert_close(out[0], v[0, :, :1].expand(2, 3, 4))
+    torch.testing.assert_close(out[1].float(), v[1].float().mean(dim=1, keepdim=True).expand(2, 3, 4),
+                               atol=0.02, rtol=0)  # fmt: skip
+
+
 def test_mlm_head_tied_weight_is_registered_or_passed():
     torch.manual_seed(0)
     embedding = torch.nn.Embedding(11, 8)
