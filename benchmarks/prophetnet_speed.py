@@ -33,6 +33,7 @@ from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 import user_dir  # noqa: F401  (registers the plugin)
 from benchmarks.timing import CLOCKS, interleaved
 from fairseq_ext.cli.convert import main as convert
+from fairseq_ext.decoding import DecodingConfig, plugin_generator
 from user_dir.criterions.ngram_language_loss import NgramLanguageLossCriterion
 
 SIZES = {
@@ -116,9 +117,11 @@ def train_step(model, criterion, sample):
 
 
 def fairseq_generate(model, d, sample, beam, length):
-    """A call decoding ``sample`` with fairseq's SequenceGenerator; it returns the best hypothesis
-    of each sentence, ``length`` tokens (``</s>`` cut)."""
+    """A call decoding ``sample`` with fairseq's SequenceGenerator as the plugin's tasks build it
+    for fairseq-generate (:func:`fairseq_ext.decoding.generator.plugin_generator`, no rules); it
+    returns the best hypothesis of each sentence, ``length`` tokens (``</s>`` cut)."""
     generator = SequenceGenerator([model], d, beam_size=beam, min_len=length, max_len_b=length, max_len_a=0)
+    generator = plugin_generator(generator, DecodingConfig(), d)
 
     def run():
         model.eval()  # a training step in between leaves the model in train mode

@@ -12,16 +12,26 @@ from typing import Dict, Optional
 import torch
 import torch.nn.functional as F
 from fairseq import utils
+from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.models import FairseqIncrementalDecoder
 from fairseq.modules import LayerNorm, MultiheadAttention
 from torch import Tensor, nn
 
+from ..modules.attention import beam_groups, rows_matmul
+from ..modules.multihead import merge_heads, split_heads
 from .attention import NgramSelfAttention
+from .encoder import source_layout
 from .masks import full_layout, step_layout
 
 
+@with_incremental_state
 class NgramDecoderLayer(nn.Module):
-    """Post-LN decoder layer: n-stream self-attention, encoder attention, feed-forward."""
+    """Post-LN decoder layer: n-stream self-attention, encoder attention, feed-forward.
+
+    In incremental decoding over a reordered :class:`~.encoder.ProphetNetEncoder` output the
+    encoder attention keeps its keys and values once per source (:meth:`source_attention`);
+    otherwise it is fairseq's :class:`MultiheadAttention`, whose parameters it uses in both cases.
+    """
 
     def __init__(self, embed_dim, ffn_dim, num_heads, num_buckets, relative_max_distance,
                  dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, activation_fn="gelu"):
@@ -42,23 +52,57 @@ class NgramDecoderLayer(nn.Module):
         self.final_layer_norm = LayerNorm(embed_dim)
 
     def forward(self, x, layout, num_main, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
-                skip_main_queries=False):
-        """``x`` (B, Q, C) rows of all streams -> (B, Q, C); ``encoder_out`` is (S, B, C).
+                skip_main_queries=False, sources=(None, None)):
+        """``x`` (B, Q, C) rows of all streams -> (B, Q, C); ``encoder_out`` is (S, B, C), or
+        (S, N, C) one per source with ``sources`` = ``(source_rows (B,), source_ids (N,))``.
         ``skip_main_queries``: the main rows give keys/values only and are not returned."""
         attn = self.self_attn(x, layout, num_main, incremental_state, skip_main_queries)  # (B, Q', C)
         if skip_main_queries:
             x = x[:, num_main:]  # (B, Q', C)
         x = self.self_attn_layer_norm(x + F.dropout(attn, self.dropout, self.training))
         if encoder_out is not None:
-            cross, _ = self.encoder_attn(
-                query=x.transpose(0, 1), key=encoder_out, value=encoder_out,
-                key_padding_mask=encoder_padding_mask, incremental_state=incremental_state,
-                static_kv=True, need_weights=False,
-            )  # (Q, B, C)
-            x = self.encoder_attn_layer_norm(x + F.dropout(cross.transpose(0, 1), self.dropout, self.training))
+            if sources[0] is not None:
+                cross = self.source_attention(x, encoder_out, encoder_padding_mask, *sources, incremental_state)
+            else:
+                cross, _ = self.encoder_attn(
+                    query=x.transpose(0, 1), key=encoder_out, value=encoder_out,
+                    key_padding_mask=encoder_padding_mask, incremental_state=incremental_state,
+                    static_kv=True, need_weights=False,
+                )  # (Q, B, C)
+                cross = cross.transpose(0, 1)  # (B, Q, C)
+            x = self.encoder_attn_layer_norm(x + F.dropout(cross, self.dropout, self.training))
         hidden = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
         x = self.final_layer_norm(x + F.dropout(self.fc2(hidden), self.dropout, self.training))
         return x  # (B, Q, C)
+
+    def source_attention(self, x, encoder_out, padding_mask, rows, ids, incremental_state):
+        """fairseq's encoder attention (``self.encoder_attn``'s weights and arithmetic) with keys
+        and values projected once per source and cached: ``x`` (B, Q, C), ``encoder_out``
+        (S, N, C), ``padding_mask`` (N, S) or None, ``rows`` (B,) the source of each row,
+        ``ids`` (N,) which sentence each source is -> (B, Q, C). When sources leave the batch
+        the cache keeps the rows of those that stay (``ids`` tells which)."""
+        mha = self.encoder_attn
+        saved = self.get_incremental_state(incremental_state, "source_kv")
+        if saved is None or saved["ids"].numel() < ids.numel():
+            source = encoder_out.transpose(0, 1)  # (N, S, C)
+            keys = split_heads(mha.k_proj(source), mha.num_heads)  # (N, H, S, d)
+            values = split_heads(mha.v_proj(source), mha.num_heads)  # (N, H, S, d)
+            saved = {"key": keys, "value": values, "ids": ids}
+            self.set_incremental_state(incremental_state, "source_kv", saved)
+        elif not torch.equal(saved["ids"], ids):  # some sentences finished: keep the others' rows
+            keep = torch.searchsorted(saved["ids"], ids)  # (N,)
+            saved = {"key": saved["key"].index_select(0, keep), "value": saved["value"].index_select(0, keep),
+                     "ids": ids}
+            self.set_incremental_state(incremental_state, "source_kv", saved)
+        groups = beam_groups(rows, ids.numel())
+        q = split_heads(mha.q_proj(x) * mha.scaling, mha.num_heads)  # (B, H, Q, d)
+        scores = rows_matmul(q, saved["key"].transpose(-1, -2), rows, groups)  # (B, H, Q, S)
+        if padding_mask is not None:
+            scores = scores.masked_fill(padding_mask.index_select(0, rows)[:, None, None, :], float("-inf"))
+        probs = utils.softmax(scores, dim=-1).type_as(scores)
+        probs = F.dropout(probs, p=mha.dropout_module.p, training=self.training)
+        out = rows_matmul(probs, saved["value"], rows, groups)  # (B, H, Q, d)
+        return mha.out_proj(merge_heads(out))  # (B, Q, C)
 
 
 class NgramDecoder(FairseqIncrementalDecoder):
@@ -150,13 +194,20 @@ class NgramDecoder(FairseqIncrementalDecoder):
         x = self.layernorm_embedding(torch.cat([main, predicting], dim=1))  # (B, (1+n') T, C)
         x = F.dropout(x, self.dropout, self.training)
 
-        enc, enc_mask = None, None
+        enc, enc_mask, sources = None, None, (None, None)
         if encoder_out is not None and len(encoder_out["encoder_out"]) > 0:
-            enc = encoder_out["encoder_out"][0]  # (S, B, C)
+            enc = encoder_out["encoder_out"][0]  # (S, B, C), or (S, N, C) one per source
             if len(encoder_out["encoder_padding_mask"]) > 0:
-                enc_mask = encoder_out["encoder_padding_mask"][0]  # (B, S)
+                enc_mask = encoder_out["encoder_padding_mask"][0]  # (B, S) or (N, S)
+            sources = source_layout(encoder_out)
+            if sources[0] is not None and incremental_state is None:  # a full pass: one row each
+                rows = sources[0]
+                enc = enc.index_select(1, rows)
+                enc_mask = None if enc_mask is None else enc_mask.index_select(0, rows)
+                sources = (None, None)
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):  # nothing reads the main stream's last output
-            x = layer(x, layout, steps, enc, enc_mask, incremental_state, skip_main_queries=index == last)
+            x = layer(x, layout, steps, enc, enc_mask, incremental_state, skip_main_queries=index == last,
+                      sources=sources)
         states = x.view(bsz, len(streams), steps, -1)  # (B, n', T, C)
         return states, {"attn": [None], "inner_states": None}

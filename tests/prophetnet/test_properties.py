@@ -250,3 +250,46 @@ def test_ignore_prefix_size_keeps_every_stream_s_valid_targets():
     for (nll, _), expected in zip(stats, by_hand):
         torch.testing.assert_close(nll, expected)
     torch.testing.assert_close(loss, sum(by_hand) / 3)  # gamma 1: every stream weighs 1/3
+
+
+@pytest.mark.parametrize("ruled", [False, True])
+def test_encoder_attention_once_per_source_gives_fairseq_s_hypotheses(monkeypatch, ruled):
+    """Beam search over per-source encoder outputs (ProphetNetEncoder.reorder_encoder_out, the
+    decoder's cached per-source keys) gives the hypotheses and scores of fairseq's per-row
+    outputs and encoder attention, on perturbed weights, sentences finishing at different steps;
+    the encoder outputs stay one per source and shrink when a sentence leaves."""
+    from fairseq.models.transformer import TransformerEncoderBase
+
+    from fairseq_ext.decoding.ensemble import with_rules
+
+    model, task = _model(ngram=2, decoder_layers=2)
+    perturb_parameters(model.eval(), seed=11)
+    d = task.target_dictionary
+    sample = _sample(d, [9, 3, 12, 1], [1, 1, 1, 1])
+
+    def generate():
+        generator = SequenceGenerator([model], d, beam_size=3, max_len_b=9, min_len=1)
+        if ruled:
+            generator = with_rules(generator, [])
+        with torch.no_grad():
+            return generator.forward(sample)
+
+    widths = []
+    reorder = model.encoder.reorder_encoder_out
+
+    def spy(encoder_out, new_order):
+        out = reorder(encoder_out, new_order)
+        widths.append((new_order.numel(), out["encoder_out"][0].size(1)))
+        return out
+
+    monkeypatch.setattr(model.encoder, "reorder_encoder_out", spy)
+    ours = generate()
+    assert widths[0] == (4 * 3, 4)  # expanded to beams, kept one per source
+    assert min(w for _, w in widths) < 4, "no sentence finished early: the drop path is untested"
+    monkeypatch.setattr(model.encoder, "reorder_encoder_out",
+                        lambda eo, order: TransformerEncoderBase.reorder_encoder_out(model.encoder, eo, order))
+    theirs = generate()
+    for mine, base in zip(ours, theirs):
+        assert [h["tokens"].tolist() for h in mine] == [h["tokens"].tolist() for h in base]
+        for a, b in zip(mine, base):
+            torch.testing.assert_close(a["positional_scores"], b["positional_scores"], atol=1e-5, rtol=1e-5)

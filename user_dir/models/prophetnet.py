@@ -9,7 +9,6 @@ from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
-from fairseq.models.transformer import TransformerEncoderBase
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import get_available_activation_fns
 from omegaconf import II
@@ -19,6 +18,7 @@ from fairseq_ext.compat.flags import add_dataclass_args
 from fairseq_ext.modules.table_rows import keep_leading_rows
 from fairseq_ext.modules.transformer_config import transformer_config
 from fairseq_ext.prophetnet.decoder import NgramDecoder
+from fairseq_ext.prophetnet.encoder import ProphetNetEncoder
 
 from ._positions import fill_positions
 from ._sizes import set_defaults
@@ -101,7 +101,7 @@ class ProphetNetSummModel(FairseqEncoderDecoderModel):
             encoder_embed if cfg.share_all_embeddings
             else nn.Embedding(len(tgt_dict), cfg.decoder_embed_dim, padding_idx=tgt_dict.pad())
         )
-        encoder = TransformerEncoderBase(_encoder_config(cfg), src_dict, encoder_embed)
+        encoder = ProphetNetEncoder(_encoder_config(cfg), src_dict, encoder_embed)
         decoder = NgramDecoder(
             tgt_dict, decoder_embed,
             num_layers=cfg.decoder_layers, ffn_dim=cfg.decoder_ffn_embed_dim,
