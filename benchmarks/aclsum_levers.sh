@@ -18,6 +18,9 @@
 #   # decoding levers on a checkpoint (validation only): no word twice in a row, one sentence per aspect
 #   NAME=aspects12-norepeat CHECKPOINT_FROM=aspects12 GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects \
 #       COPY_HEADS=12 NO_REPEAT_WORD=1 bash benchmarks/aclsum_levers.sh
+#   # minimum Bayes risk among the beam's 8 best, the three aspects chosen jointly against repeated bigrams
+#   NAME=main-mbr CHECKPOINT_FROM=main GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects COPY_HEADS=12 BEAM=8 \
+#       NBEST=8 MBR_ARGS="--orders 2 --repeat-penalty 0.05" bash benchmarks/aclsum_levers.sh
 #   # coverage (See et al. 2017, 2.3), trained briefly on top of a checkpoint with the coverage loss
 #   NAME=aspects12-coverage CORPUS=aclsum_aspects COPY_HEADS=12 COVERAGE=1 COVERAGE_LOSS=1.0 MAX_UPDATE=100 \
 #       INIT_FROM=runs/levers/aspects12/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
@@ -67,6 +70,8 @@ NO_REPEAT="${NO_REPEAT:-3}"
 DECODE_WORDS="${DECODE_WORDS:-any}"     # any | source (only words of the source, and of DECODE_WORDS_FILE)
 DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-}"
 BIGRAM_BONUS="${BIGRAM_BONUS:-0}"       # --decode-words-bigram-bonus (with DECODE_WORDS=source)
+NBEST="${NBEST:-1}"                     # > 1: choose among the n best by python -m fairseq_ext.cli.mbr MBR_ARGS
+MBR_ARGS="${MBR_ARGS:-}"                # e.g. "--orders 2 --repeat-penalty 0.05" (--lines-per-document is the corpus's)
 THREADS="${THREADS:-1}"
 SHARDS="${SHARDS:-$(nproc)}"            # decoding processes of one thread each (as the main job)
 SEED="${SEED:-1}"
@@ -134,11 +139,18 @@ for split in "${splits[@]}"; do
         --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
         --batch-size 8 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
-        --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" \
+        --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" --nbest "${NBEST}" \
         --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
         --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
-    hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp"
+    # the words ROUGE scores, as the main job scores them (WordPieces joined, not the restored surface)
+    if (( NBEST > 1 )); then
+        # shellcheck disable=SC2086
+        python -m fairseq_ext.cli.mbr "${RUN}/generate-${split}.txt" --lines-per-document "${per_document}" ${MBR_ARGS} \
+            --out "${RUN}/${split}.text.hyp" --out-words "${RUN}/${split}.pieces.hyp"
+    else
+        hypotheses "${RUN}/generate-${split}.txt" "${RUN}/${split}.pieces.hyp" W
+    fi
     python -m fairseq_ext.cli.join_lines --every "${per_document}" "${RUN}/${split}.pieces.hyp" "${RUN}/${split}.hyp"
     python -m fairseq_ext.cli.join_lines --every "${per_document}" "${DATA}/raw/${split}.target" "${RUN}/${split}.ref"
     rouge "${RUN}/${split}.hyp" "${RUN}/${split}.ref" "${RUN}/rouge-${split}.txt" > /dev/null
