@@ -5,7 +5,7 @@ Both random init at the same sizes (the builders of :mod:`benchmarks.bart_ls_enc
 positions up to the longest length), the same token ids, one source of each length (batch 1:
 the long lengths are slow on a CPU). Ours: block attention (blocks of the LED window's size)
 with pooled attention in the top layers, decoded by fairseq's SequenceGenerator (the plugin's
-beam fix), exactly ``new`` tokens (min length = max length; fairseq then adds ``</s>``, one step
+generator, as fairseq-generate), exactly ``new`` tokens (min length = max length; fairseq then adds ``</s>``, one step
 more than HF). LED: its sliding window, no global tokens, ``generate`` with ``min_new_tokens =
 max_new_tokens``. No converter exists between them (block against sliding-window attention):
 tokens are not compared.
@@ -17,7 +17,7 @@ import torch
 from fairseq.sequence_generator import SequenceGenerator
 
 from benchmarks.bart_ls_encoder_scaling import build_fairseq_model, build_led_model
-from fairseq_ext.compat.generation import fix_decoder_beam_size
+from fairseq_ext.decoding import DecodingConfig, plugin_generator
 
 from . import Comparison
 
@@ -32,8 +32,8 @@ BEAM = 4
 def generators(ours, led, d, tokens, new):
     lengths = torch.full((1,), tokens.size(1))
     sample = {"id": torch.arange(1), "net_input": {"src_tokens": tokens, "src_lengths": lengths}}
-    generator = fix_decoder_beam_size(SequenceGenerator([ours], d, beam_size=BEAM, min_len=new, max_len_b=new,
-                                                       max_len_a=0))
+    generator = plugin_generator(SequenceGenerator([ours], d, beam_size=BEAM, min_len=new, max_len_b=new,
+                                                   max_len_a=0), DecodingConfig(), d)  # as fairseq-generate
 
     def run_ours():
         with torch.no_grad():

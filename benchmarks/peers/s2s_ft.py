@@ -5,7 +5,7 @@ Both random init, the same vocabulary size, the same token ids (no converter exi
 one shared BERT under a seq2seq mask, BERT2BERT a BERT encoder and a second BERT with
 cross-attention, twice the layers and weights). Our source is ``--source`` tokens ending in
 ``</s>``, ``<s>`` prepended by the model; HF reads the same ids with the ``<s>`` in front (the
-same rows). Ours decodes through fairseq's SequenceGenerator (the plugin's beam fix) with its
+same rows). Ours decodes through fairseq's SequenceGenerator (the plugin's generator, as fairseq-generate) with its
 key/value cache, exactly ``new`` tokens (min length = max length; fairseq then adds ``</s>``,
 one step more than HF), ``<pad>`` suppressed on both sides; HF's ``generate`` with
 ``min_new_tokens = max_new_tokens``. The training step is forward + backward of the loss (ours:
@@ -22,7 +22,7 @@ from transformers import BertConfig, BertLMHeadModel, BertModel, EncoderDecoderM
 from benchmarks.s2s_ft_decode_speed import SIZES as MODEL_SIZES
 from benchmarks.s2s_ft_decode_speed import build
 from benchmarks.s2s_ft_step_time import make_sample
-from fairseq_ext.compat.generation import fix_decoder_beam_size
+from fairseq_ext.decoding import DecodingConfig, plugin_generator
 from user_dir.criterions.s2s_ft import S2SFTCriterion
 
 from . import Comparison
@@ -48,8 +48,8 @@ def bert2bert(dims, vocab, positions, d):
 
 
 def decoders(ours, hf, d, sample, beam, new):
-    generator = fix_decoder_beam_size(SequenceGenerator([ours], d, beam_size=beam, min_len=new, max_len_b=new,
-                                                       max_len_a=0))
+    generator = plugin_generator(SequenceGenerator([ours], d, beam_size=beam, min_len=new, max_len_b=new,
+                                                   max_len_a=0), DecodingConfig(), d)  # as fairseq-generate
     src = sample["net_input"]["src_tokens"]
     hf_src = torch.cat([torch.full((src.size(0), 1), d.bos()), src], dim=1)
 

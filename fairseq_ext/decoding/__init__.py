@@ -8,6 +8,7 @@
 :mod:`.ensemble`    the one ensemble that runs rules (and skips within-sentence encoder reorders)
 :mod:`.config`      the decoding flags, a dataclass the summarization task's config inherits
 :mod:`.generator`   :func:`plugin_generator`: fairseq's generator made the plugin's
+:mod:`.mbr`         choosing among the n best after the search: minimum Bayes risk, repeated phrases
 ==================  ==========================================================================
 """
 
