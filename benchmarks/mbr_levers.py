@@ -36,6 +36,8 @@ SETTINGS = [
     ("MBR ROUGE-2, repeat penalty 0.03", dict(orders=(2,), repeat_penalty=0.03)),
     ("MBR ROUGE-2, repeat penalty 0.1", dict(orders=(2,), repeat_penalty=0.1)),
     ("MBR ROUGE-1+2, repeat penalty 0.03", dict(orders=(1, 2), repeat_penalty=0.03)),
+    ("MBR ROUGE-2, repeat penalty 0.3", dict(orders=(2,), repeat_penalty=0.3)),
+    ("beam score, repeat penalty 1.0", dict(mbr=False, repeat_penalty=1.0)),
 ]
 
 
