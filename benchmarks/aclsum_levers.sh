@@ -21,6 +21,14 @@
 #   # minimum Bayes risk among the beam's 8 best, the three aspects chosen jointly against repeated bigrams
 #   NAME=main-mbr CHECKPOINT_FROM=main GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects COPY_HEADS=12 BEAM=8 \
 #       NBEST=8 MBR_ARGS="--orders 2 --repeat-penalty 0.05" bash benchmarks/aclsum_levers.sh
+#   # a paper's aspects decoded in turn, none writing a word bigram an earlier one wrote
+#   NAME=main-docbigrams CHECKPOINT_FROM=main GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects COPY_HEADS=12 \
+#       BEAM=8 NO_REPEAT=2 NO_REPEAT_WORD=1 DECODE_WORDS=source DECODE_WORDS_FILE=data/aclsum_aspects_wp/raw/train.target \
+#       BIGRAM_BONUS=0.5 DOCUMENT_BIGRAMS=1 bash benchmarks/aclsum_levers.sh
+#   # checkpoint averaging: a checkpoint every 50 updates, the last 8 kept, then the mean of the last 3 decoded
+#   NAME=avg CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 KEEP=8 DECODE=0 bash benchmarks/aclsum_levers.sh
+#   NAME=avg3 CHECKPOINT_FROM=avg AVERAGE=3 GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects COPY_HEADS=12 \
+#       BEAM=8 NO_REPEAT=2 bash benchmarks/aclsum_levers.sh
 #   # coverage (See et al. 2017, 2.3), trained briefly on top of a checkpoint with the coverage loss
 #   NAME=aspects12-coverage CORPUS=aclsum_aspects COPY_HEADS=12 COVERAGE=1 COVERAGE_LOSS=1.0 MAX_UPDATE=100 \
 #       INIT_FROM=runs/levers/aspects12/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
@@ -52,6 +60,8 @@ esac
 MAX_TARGET="${MAX_TARGET:-128}"
 MIN_LEN="${MIN_LEN:-40}"
 VALID_EVERY="${VALID_EVERY:-50}"
+KEEP="${KEEP:-1}"                       # --keep-interval-updates: checkpoints kept (one every VALID_EVERY updates)
+AVERAGE="${AVERAGE:-0}"                 # > 0: decode the mean of the last AVERAGE kept checkpoints, not the best
 NO_REPEAT_WORD="${NO_REPEAT_WORD:-0}"   # 1: --no-repeat-word (never a whole word twice in a row), valid and test decoding
 END_AT_SENTENCE="${END_AT_SENTENCE:-0}" # 1: --end-at-sentence (only </s> after a sentence end)
 COVERAGE="${COVERAGE:-0}"               # 1: --coverage on the copy attention (needs COPY_HEADS or COPY_ATTENTION_DIM)
@@ -71,6 +81,7 @@ DECODE_WORDS="${DECODE_WORDS:-any}"     # any | source (only words of the source
 DECODE_WORDS_FILE="${DECODE_WORDS_FILE:-}"
 BIGRAM_BONUS="${BIGRAM_BONUS:-0}"       # --decode-words-bigram-bonus (with DECODE_WORDS=source)
 NBEST="${NBEST:-1}"                     # > 1: choose among the n best by python -m fairseq_ext.cli.mbr MBR_ARGS
+DOCUMENT_BIGRAMS="${DOCUMENT_BIGRAMS:-0}"  # 1: --no-repeat-document-bigrams (a document's lines in turn)
 MBR_ARGS="${MBR_ARGS:-}"                # e.g. "--orders 2 --repeat-penalty 0.05" (--lines-per-document is the corpus's)
 THREADS="${THREADS:-1}"
 SHARDS="${SHARDS:-$(nproc)}"            # decoding processes of one thread each (as the main job)
@@ -95,6 +106,8 @@ elif [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
 fi
 per_document=1
 if [[ "${CORPUS}" == aclsum_aspects ]]; then per_document=3; fi
+documents=()
+if [[ "${DOCUMENT_BIGRAMS}" == 1 ]]; then documents=(--lines-per-document "${per_document}" --no-repeat-document-bigrams); fi
 
 load_sampler() {  # the 1-minute load average every 15 s, to describe how busy the machine was
     while true; do cut -d' ' -f1 /proc/loadavg >> "${RUN}/load.txt"; sleep 15; done
@@ -120,7 +133,7 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}" \
         --max-update "${MAX_UPDATE}" --max-epoch 100000 \
         --validate-interval 100000 --save-interval 100000 \
-        --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates 1 \
+        --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates "${KEEP}" \
         --eval-rouge --eval-rouge-args "${VALID_ARGS}" \
         --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric \
         --save-dir "${CKPT_DIR}" --no-epoch-checkpoints --no-last-checkpoints \
@@ -132,14 +145,20 @@ if [[ -z "${GENERATE_ONLY}" ]]; then
 fi
 
 gen_start=$(date +%s)
+checkpoint="${CKPT_DIR}/checkpoint_best.pt"
+if (( AVERAGE > 0 )); then
+    checkpoint="${CKPT_DIR}/checkpoint_avg${AVERAGE}.pt"
+    python -m fairseq_ext.cli.average_checkpoints --inputs "${CKPT_DIR}" --num-update-checkpoints "${AVERAGE}" \
+        --output "${checkpoint}"
+fi
 read -r -a splits <<< "${SPLITS:-valid test}"  # SPLITS=valid: a decoding screen, chosen on validation
 if [[ "${DECODE}" == 0 ]]; then splits=(); fi
 for split in "${splits[@]}"; do
     generate_in_shards "${RUN}/generate-${split}.txt" "${SHARDS}" "${DATA}/bin" --user-dir "${REPO}/user_dir" --task s2s_ft_summarization \
-        --path "${CKPT_DIR}/checkpoint_best.pt" --gen-subset "${split}" \
+        --path "${checkpoint}" --gen-subset "${split}" \
         --batch-size 8 --required-batch-size-multiple 1 --num-workers 0 \
         --beam "${BEAM}" --lenpen "${LENPEN}" --min-len "${MIN_LEN}" --max-len-a 0 --max-len-b "${MAX_LEN_B}" \
-        --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" --nbest "${NBEST}" \
+        --no-repeat-ngram-size "${NO_REPEAT}" "${rules[@]}" "${documents[@]}" --nbest "${NBEST}" \
         --decode-words "${DECODE_WORDS}" ${DECODE_WORDS_FILE:+--decode-words-file "${DECODE_WORDS_FILE}"} \
         --decode-words-bigram-bonus "${BIGRAM_BONUS}" \
         --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"

@@ -41,3 +41,14 @@ class DecodingConfig(FairseqDataclass):
                   "'?' or '!' (not after a number) only </s> may follow; also a key of --eval-rouge-args "
                   "and of the hub's generate"},
     )
+    lines_per_document: int = field(
+        default=1,
+        metadata={"help": "consecutive source lines that make one document (ACLSum's aspects: 3); line "
+                  "N*d+k is turn k of document d; read by --no-repeat-document-bigrams"},
+    )
+    no_repeat_document_bigrams: bool = field(
+        default=False,
+        metadata={"help": "with --lines-per-document N > 1: fairseq-generate decodes each document's lines "
+                  "in turn, each blocking the word bigrams the document's earlier lines wrote; batches hold "
+                  "whole documents; see fairseq_ext.decoding.document_bigrams"},
+    )

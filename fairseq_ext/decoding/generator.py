@@ -10,6 +10,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from ..compat.generation import fix_decoder_beam_size, fix_ngram_blocking
 from .config import RULE_FLAGS
+from .document_bigrams import DocumentBigrams
 from .ensemble import with_rules
 from .rules import EndAtSentence, NoRepeatWord
 from .word_constraint import WordConstraint, read_words_file
@@ -44,7 +45,26 @@ def decoding_rules(cfg, dictionary, args=None, extra_text: Callable[[], Sequence
         rules.append(NoRepeatWord(dictionary))
     if generation_flag(cfg, args, "end_at_sentence"):
         rules.append(EndAtSentence(dictionary))
+    if decodes_documents(cfg):
+        rules.append(DocumentBigrams(dictionary))
     return rules
+
+
+def decodes_documents(cfg) -> bool:
+    """Whether ``cfg`` asks for documents decoded in turns (``--no-repeat-document-bigrams``);
+    an error when it asks without documents of more than one line."""
+    if not getattr(cfg, "no_repeat_document_bigrams", False):
+        return False
+    if cfg.lines_per_document < 2:
+        raise ValueError(f"--no-repeat-document-bigrams needs --lines-per-document N of 2 or more "
+                         f"(documents of N consecutive lines), got {cfg.lines_per_document}")
+    return True
+
+
+def document_rule(generator):
+    """The :class:`DocumentBigrams` rule of a plugin generator (None when it has none)."""
+    rules = getattr(getattr(generator, "model", None), "rules", ())
+    return next((rule for rule in rules if isinstance(rule, DocumentBigrams)), None)
 
 
 def generation_flag(cfg, args, name):

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import torch
 from fairseq import utils
-from fairseq.data import LanguagePairDataset, ListDataset
+from fairseq.data import LanguagePairDataset, ListDataset, iterators
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 from omegaconf import II
@@ -28,7 +28,8 @@ from fairseq_ext.data.surface import SurfaceCodec, raw_documents
 from fairseq_ext.data.text_codec import codec_candidates, find_codec, load_codec
 from fairseq_ext.data.wordpiece import WordPieceCodec
 from fairseq_ext.decoding import DecodingConfig, plugin_generator
-from fairseq_ext.decoding.generator import words_file_lines
+from fairseq_ext.decoding.document_bigrams import decode_in_turns, document_batches
+from fairseq_ext.decoding.generator import decodes_documents, document_rule, words_file_lines
 from fairseq_ext.scoring import bleu_metric, bleu_signature
 from fairseq_ext.scoring.validation import (
     bleu_logging_output,
@@ -122,6 +123,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         self.surface_codec = None  # the restoring codec handed to fairseq-generate/-interactive
         self.generated_split = None  # the last split loaded but the training one (fairseq-generate's --gen-subset)
         self._raw_documents = {}  # split -> its raw sources (or None), read once
+        self._document_bigrams = {}  # --no-repeat-document-bigrams: document -> word bigrams written
 
     @classmethod
     def add_args(cls, parser):
@@ -272,7 +274,38 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
             documents = self.raw_documents(self.generated_split)
             if documents is not None:
                 self.surface_codec.expect(self._batch_documents(sample, documents))
-        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        rule = document_rule(generator) if "id" in sample else None
+        if rule is None:
+            return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        if constraints is not None:
+            raise ValueError("--no-repeat-document-bigrams does not combine with --constraints")
+
+        def generate(rows_sample, rows):
+            prefix = prefix_tokens.index_select(0, rows.to(prefix_tokens.device)) if prefix_tokens is not None else None
+            return super(AbstractiveSummarizationTask, self).inference_step(
+                generator, models, rows_sample, prefix_tokens=prefix)
+
+        return decode_in_turns(generate, sample, rule, self.cfg.lines_per_document, self._document_bigrams)
+
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
+                           ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_shards=1,
+                           shard_id=0, num_workers=0, epoch=1, data_buffer_size=0, **kwargs):
+        """fairseq's; with ``--no-repeat-document-bigrams``, outside training, batches of whole
+        documents in id order (:func:`fairseq_ext.decoding.document_bigrams.document_batches`)."""
+        if not decodes_documents(self.cfg) or dataset is self.datasets.get(self.cfg.train_subset):
+            return super().get_batch_iterator(
+                dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions,
+                ignore_invalid_inputs=ignore_invalid_inputs, required_batch_size_multiple=required_batch_size_multiple,
+                seed=seed, num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
+                data_buffer_size=data_buffer_size, **kwargs)
+        indices = dataset.ordered_indices()
+        if max_positions is not None:
+            indices = self.filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)
+        batches = document_batches(indices, self.cfg.lines_per_document, max_sentences)
+        return iterators.EpochBatchIterator(
+            dataset=dataset, collate_fn=dataset.collater, batch_sampler=batches, seed=seed,
+            num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
+            buffer_size=data_buffer_size)
 
     def _batch_documents(self, sample, documents):
         """``{source pieces as fairseq-generate prints them: raw document}`` of a batch."""
@@ -293,6 +326,7 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
         """fairseq's generator made the plugin's: fixes, word constraint and rules
         (:func:`fairseq_ext.decoding.plugin_generator`)."""
         generator = super().build_generator(models, args, *rest, **kwargs)
+        self._document_bigrams = {}
         return plugin_generator(generator, self.cfg, self.tgt_dict, args, lambda: self.decode_words_extra)
 
     @cached_property
