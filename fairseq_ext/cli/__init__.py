@@ -14,6 +14,8 @@
 ``hf_text``          text <-> token-id lines with a local Hugging Face tokenizer
 ``zcodepp_export``   a phase-one Z-Code++ checkpoint with the GDES delta folded in
 ``checkpoint_args``  the model flags a recipe takes from ``args.txt`` (``scripts/lib.sh``)
+``average_checkpoints``  the mean of a run's last checkpoints (read safely), one checkpoint
+``mbr``              one summary per source from fairseq-generate's n best (minimum Bayes risk)
 ==================  ===================================================================
 
 Each parses its arguments and calls the library; the data preparation commands are

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from ..compat.checkpoint import safe_load
+from . import register_plugin
 from ..compat.errors import CheckpointError
 
 logger = logging.getLogger("fairseq_ext.cli.average_checkpoints")
@@ -134,6 +135,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
+    register_plugin()  # the names the plugin's checkpoints select
     try:
         if args.num_update_checkpoints is not None:
             if len(args.inputs) != 1 or not Path(args.inputs[0]).is_dir():

@@ -3,6 +3,8 @@ computed here independently, loads and decodes through fairseq-generate; inputs 
 one model, a hostile file and a folder short of checkpoints are refused naming the cause."""
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -102,3 +104,15 @@ def test_hostile_duplicate_and_short_inputs_are_refused(run, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--inputs", str(run), "--output", str(tmp_path / "x.pt")])
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_the_command_in_a_fresh_process_reads_the_plugin_s_checkpoints(run, tmp_path):
+    """``python -m fairseq_ext.cli.average_checkpoints`` as a user runs it: a process that has not
+    imported the plugin still knows the names its checkpoints select."""
+    out = tmp_path / "fresh.pt"
+    done = subprocess.run([sys.executable, "-m", "fairseq_ext.cli.average_checkpoints", "--inputs", str(run),
+                           "--num-update-checkpoints", "3", "--output", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "the mean of 3 checkpoint(s)" in done.stderr
+    assert safe_load(out)["optimizer_history"][-1]["num_updates"] == 3
