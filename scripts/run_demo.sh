@@ -26,7 +26,10 @@
 # Every recipe's summaries come from the same checkpoint rule, so that the figures of different
 # MODELs compare: checkpoint_best.pt, the checkpoint with the best validation ROUGE-L (F1 of
 # greedy summaries of the validation set, decoded with EVAL_ROUGE_ARGS at every validation).
-# A recipe sets how often it validates, never which metric chooses the checkpoint.
+# A recipe sets how often it validates, never which metric chooses the checkpoint. A recipe (or
+# the environment) may set AVERAGE=N with KEEP >= N: the test set is then decoded by the mean of
+# the last N interval checkpoints (python -m fairseq_ext.cli.average_checkpoints), which the
+# results name; a run that kept fewer decodes checkpoint_best.pt and says so.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO}"
@@ -138,12 +141,31 @@ if grep -q "Stopping training due to cumulative_training_time" "${WORK}/train.lo
     echo "   note: training stopped by the time budget (STOP_HOURS=${STOP_HOURS}), not by its update count" >&2
 fi
 
+# AVERAGE=N: the test set is decoded by the mean of the last N interval checkpoints (KEEP of them
+# are kept) rather than by the best one; a run that kept fewer (a quick run) decodes the best
+MODEL_PATH="${BEST}" MODEL_SAYS="${BEST}, update ${updates}"
+if (( ${AVERAGE:-0} > 0 )); then
+    averaged="${WORK}/checkpoints/checkpoint_avg${AVERAGE}.pt"
+    kept=$(find "${WORK}/checkpoints" -maxdepth 1 -name 'checkpoint_*_*.pt' | grep -cE '/checkpoint_[0-9]+_[0-9]+\.pt$' || true)
+    if (( kept >= AVERAGE )); then
+        python -m fairseq_ext.cli.average_checkpoints --inputs "${WORK}/checkpoints" \
+            --num-update-checkpoints "${AVERAGE}" --output "${averaged}"
+        averaged_updates=$(find "${WORK}/checkpoints" -maxdepth 1 -name 'checkpoint_*_*.pt' -printf '%f\n' \
+            | sed -nE 's/^checkpoint_[0-9]+_([0-9]+)\.pt$/\1/p' | sort -n | tail -n "${AVERAGE}" | paste -sd+)
+        MODEL_PATH="${averaged}" MODEL_SAYS="${averaged}, the mean of updates ${averaged_updates} (the best: update ${updates})"
+        echo "   decoding the mean of the checkpoints of updates ${averaged_updates}: ${averaged}"
+    else
+        echo "   note: AVERAGE=${AVERAGE} asks for ${AVERAGE} checkpoints and the run kept ${kept}: the best is decoded" >&2
+        MODEL_SAYS="${MODEL_SAYS}; not averaged (AVERAGE=${AVERAGE}, ${kept} checkpoint(s) kept)"
+    fi
+fi
+
 # at most one process a batch of 8 test pairs (fairseq-generate fails on a shard with no batch)
 batches=$(( ($(wc -l < "${DATA_DIR}/raw/test.source") + 7) / 8 ))
 SHARDS=$(( SHARDS < batches ? SHARDS : batches ))
 echo "== [3/4] fairseq-generate on the test set (${SHARDS} processes) (at $(( $(date +%s) - start )) s)"
 generate_in_shards "${WORK}/generate-test.txt" "${SHARDS}" \
-    "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" --path "${WORK}/checkpoints/checkpoint_best.pt" \
+    "${DATA_DIR}/bin" --user-dir "${REPO}/user_dir" --path "${MODEL_PATH}" \
     --gen-subset test --batch-size 8 --num-workers 0 "${GEN_ARGS[@]}" \
     --bpe sentencepiece --sentencepiece-model "${DATA_DIR}/bin/spm.model"
 hypotheses "${WORK}/generate-test.txt" "${WORK}/test.hyp"
@@ -181,7 +203,7 @@ echo "the model against LEAD-3 on the same documents, paired (python -m fairseq_
     | tee -a "${WORK}/results.md"
 python -m fairseq_ext.cli.rouge_paired "${WORK}/test.tokens.hyp" "${WORK}/lead3.hyp" "${WORK}/test.ref" \
     --names "${MODEL}" LEAD-3 | tee -a "${WORK}/results.md"
-echo "${MODEL}: ${BEST}, update ${updates}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
+echo "${MODEL}: ${MODEL_SAYS}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training-minutes.png" --title "${MODEL}" --x minutes

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from ..compat.checkpoint import safe_load
-from . import register_plugin
 from ..compat.errors import CheckpointError
+from . import register_plugin
 
 logger = logging.getLogger("fairseq_ext.cli.average_checkpoints")
 

@@ -147,7 +147,9 @@ def test_generate_command_never_repeats_a_document_s_bigram(aclsum_bin, bart_tin
     rows = generate_rows(aclsum_bin, bart_tiny_checkpoint,
                          ["--lines-per-document", "2", "--no-repeat-document-bigrams"])
     assert rows.keys() == free.keys() == set(range(8))
-    shared = lambda r, doc: spm_bigrams(r[2 * doc]) & spm_bigrams(r[2 * doc + 1])
+    def shared(r, doc):
+        return spm_bigrams(r[2 * doc]) & spm_bigrams(r[2 * doc + 1])
+
     assert any(shared(free, doc) for doc in range(4))
     for doc in range(4):
         assert not shared(rows, doc), (rows[2 * doc], rows[2 * doc + 1])

@@ -276,7 +276,8 @@ class AbstractiveSummarizationTask(BatchSeededTrainStep, TranslationTask):
                 self.surface_codec.expect(self._batch_documents(sample, documents))
         rule = document_rule(generator) if "id" in sample else None
         if rule is None:
-            return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+            return super().inference_step(
+                generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
         if constraints is not None:
             raise ValueError("--no-repeat-document-bigrams does not combine with --constraints")
 
