@@ -7,6 +7,7 @@ docs test does, so ``data/`` and ``runs/`` land there.
 """
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -52,12 +53,14 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     _ok(run_demo(work, MAX_UPDATE="1"))
     assert updates_of(run / "checkpoints" / "checkpoint_best.pt") == 1
 
-    # the second validates and saves at every update, so the test set is decoded by the mean of two
-    second = _ok(run_demo(work, MAX_UPDATE="2", VALID_EVERY="1", AVERAGE="2"))
+    # the second validates and saves at every update, so the test set is decoded by the mean of two;
+    # fairseq keeps no interval checkpoint of an update that ends an epoch (at LIMIT=4 an epoch may
+    # be two updates), and three updates keep at least two whatever the epoch's length
+    second = _ok(run_demo(work, MAX_UPDATE="3", VALID_EVERY="1", AVERAGE="2"))
     assert "moved to runs/demo-s2s_ft_copy.previous" in second.stdout
-    assert updates_of(run / "checkpoints" / "checkpoint_best.pt") in (1, 2)
+    assert updates_of(run / "checkpoints" / "checkpoint_best.pt") in (1, 2, 3)
     results = (run / "results.md").read_text()
-    assert "checkpoint_avg2.pt, the mean of updates 1+2 (the best: update " in results
+    assert re.search(r"checkpoint_avg2\.pt, the mean of updates (1\+2|1\+3|2\+3) \(the best: update [123]\)", results), results
     assert (run / "checkpoints" / "checkpoint_avg2.pt").is_file()
     assert "| ROUGE-2 |" in results.split("rouge_paired):")[1]  # the paired comparison
     first = (run.parent / "demo-s2s_ft_copy.previous" / "results.md").read_text()
