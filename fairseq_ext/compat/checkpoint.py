@@ -13,6 +13,7 @@ import argparse
 import ast
 import collections
 import functools
+import gc
 import logging
 import os
 import pickle
@@ -221,7 +222,12 @@ def load_model_ensemble_and_task(load_model_ensemble_and_task):
                 task = tasks.setup_task(cfg.task, from_checkpoint=True)
             model_file.check_model_shapes(_builder(task), cfg.model, state.get("model") or {}, path, strict)
             models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1, state)
-            state = None  # the weights now live in the model: unmap the file's copy before the next one
+            # the weights now live in the model: unmap the file's copy before the next one. While
+            # fairseq upgrades a file's Namespace, hydra's caller detection (inspect.stack()) keeps
+            # frames that hold the state in a reference cycle; until a collection ran, the pages
+            # the copy touched stayed resident beside the model (the weights twice over)
+            state = None
+            gc.collect()
             ensemble.extend(models)
         return ensemble, cfg, task
 

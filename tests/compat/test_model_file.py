@@ -137,6 +137,36 @@ def test_decoding_never_reads_the_optimizer_state(how, good_state, tmp_path, acl
         assert growth_mib > 256
 
 
+def test_decoding_keeps_the_weights_once(good_state, tmp_path, aclsum_bin, monkeypatch):
+    """Once loaded, no tensor of the file's state outlives the load: the mapped file's pages the
+    copy touched would stay resident beside the model's own (the weights twice over, which a
+    reference cycle of fairseq's loading held until some later collection)."""
+    import gc
+    import weakref
+
+    from fairseq import checkpoint_utils
+
+    from fairseq_ext.compat import checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    torch.save(good_state, path)
+    read, seen = checkpoint.load_checkpoint_to_cpu, []
+
+    def watched(*args, **kwargs):
+        state = read(*args, **kwargs)
+        seen.extend(weakref.ref(tensor) for tensor in state["model"].values())
+        return state
+
+    monkeypatch.setattr(checkpoint, "load_checkpoint_to_cpu", watched)
+    gc.disable()  # nothing but the load itself may collect
+    try:
+        models, _ = checkpoint_utils.load_model_ensemble([str(path)], arg_overrides={"data": str(aclsum_bin)})
+        alive = [ref for ref in seen if ref() is not None]
+    finally:
+        gc.enable()
+    assert seen and models and not alive, f"{len(alive)} of the file's {len(seen)} tensors still alive"
+
+
 def test_legacy_args_keep_the_model_and_lose_the_run(good_state, tmp_path):
     state = hostile.legacy_args_backslash_quote(good_state, tmp_path)
     state["args"].eval_rouge_args = None

@@ -60,7 +60,8 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     assert "moved to runs/demo-s2s_ft_copy.previous" in second.stdout
     assert updates_of(run / "checkpoints" / "checkpoint_best.pt") in (1, 2, 3)
     results = (run / "results.md").read_text()
-    assert re.search(r"checkpoint_avg2\.pt, the mean of updates (1\+2|1\+3|2\+3) \(the best: update [123]\)", results), results
+    averaged = r"checkpoint_avg2\.pt, the mean of updates (1\+2|1\+3|2\+3) \(the best: update [123]\)"
+    assert re.search(averaged, results), results
     assert (run / "checkpoints" / "checkpoint_avg2.pt").is_file()
     assert "| ROUGE-2 |" in results.split("rouge_paired):")[1]  # the paired comparison
     first = (run.parent / "demo-s2s_ft_copy.previous" / "results.md").read_text()
