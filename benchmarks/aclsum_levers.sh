@@ -15,6 +15,8 @@
 #   NAME=wiki-gsg CORPUS=wiki_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=100 DECODE=0 bash benchmarks/aclsum_levers.sh
 #   NAME=wiki-aspects12 CORPUS=aclsum_aspects COPY_HEADS=12 MAX_UPDATE=400 \
 #       INIT_FROM=runs/levers/wiki-gsg/checkpoints/checkpoint_best.pt bash benchmarks/aclsum_levers.sh
+#   # the same in-domain: gap sentences cut out of the training papers' own full text (no labels)
+#   NAME=aclsum-gsg CORPUS=aclsum_gsg COPY_HEADS=12 MAX_UPDATE=300 VALID_EVERY=150 DECODE=0 bash benchmarks/aclsum_levers.sh
 #   # decoding levers on a checkpoint (validation only): no word twice in a row, one sentence per aspect
 #   NAME=aspects12-norepeat CHECKPOINT_FROM=aspects12 GENERATE_ONLY=1 SPLITS=valid CORPUS=aclsum_aspects \
 #       COPY_HEADS=12 NO_REPEAT_WORD=1 bash benchmarks/aclsum_levers.sh
@@ -42,7 +44,7 @@ cd "${REPO}"
 # shellcheck disable=SC1091
 source .venv/bin/activate
 NAME="${NAME:?set NAME to name the row}"
-CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects | wiki_gsg
+CORPUS="${CORPUS:-aclsum}"              # aclsum | aclsum_abstract | aclsum_aspects | wiki_gsg | aclsum_gsg
 COPY_HEADS="${COPY_HEADS:-0}"           # copy through the last layer's first N heads (0: not so)
 COPY_ATTENTION_DIM="${COPY_ATTENTION_DIM:-0}"  # copy through an attention of its own (0: not so)
 METHOD="${METHOD:-pseudo}"              # causal | masked | pseudo
@@ -55,7 +57,7 @@ TARGET_MASK_PROB="${TARGET_MASK_PROB:-0.2}"
 MAX_SOURCE="${MAX_SOURCE:-256}"
 case "${CORPUS}" in  # one-sentence targets: an aspect's summary, a gap sentence
     aclsum_aspects) MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-15}" ;;
-    wiki_gsg) MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-8}" ;;
+    wiki_gsg|aclsum_gsg) MAX_TARGET="${MAX_TARGET:-48}" MIN_LEN="${MIN_LEN:-8}" ;;
 esac
 MAX_TARGET="${MAX_TARGET:-128}"
 MIN_LEN="${MIN_LEN:-40}"
@@ -101,6 +103,10 @@ export OMP_NUM_THREADS="${THREADS}"
 if [[ "${CORPUS}" == wiki_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
     python -m fairseq_ext.cli.gap_sentences --out "data/wiki_gsg" ${LIMIT:+--limit "${LIMIT}"}
     python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out "${DATA}"
+elif [[ "${CORPUS}" == aclsum_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
+    # in-domain: gap sentences cut out of the training papers' full text (PEGASUS's form)
+    python -m fairseq_ext.cli.gap_sentences --corpus aclsum --remove --out "data/aclsum_gsg" ${LIMIT:+--limit "${LIMIT}"}
+    python -m preprocess.prepare_wordpiece --corpus data/aclsum_gsg --out "${DATA}"
 elif [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus "${CORPUS}" --out "${DATA}" ${LIMIT:+--limit "${LIMIT}"}
 fi

@@ -1,13 +1,18 @@
-"""Gap-sentence pairs from the shipped Wikipedia text (PEGASUS, Zhang et al. 2020, section 3.1).
+"""Gap-sentence pairs (PEGASUS, Zhang et al. 2020, section 3.1) from the shipped Wikipedia text
+or from the full text of ACLSum's training papers (in-domain pre-training without labels, as
+PEGASUS's low-resource experiments do, section 6.3).
 
 The principal sentence of a window of one article (the highest ROUGE-1 F1 against the rest,
 "Ind-Orig") is the target; it stays in the source (``remove=False``: learn to find and copy it)
 or is cut out (``remove=True``, PEGASUS's form). Writes ``{train,valid,test}.{source,target}``
-(``python -m fairseq_ext.cli.gap_sentences --out DIR``).
+for Wikipedia, ``{train,valid}.{source,target}`` for ACLSum, whose validation pairs come from
+training papers held out of the pre-training: no text of ACLSum's validation or test papers is
+read (``python -m fairseq_ext.cli.gap_sentences --out DIR [--corpus aclsum]``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import Counter
@@ -15,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..scoring.rouge.tokenizer import rouge155_tokens
-from .corpora import load_wiki
+from .corpora import aclsum_dir, load_wiki, read_aclsum_records
 from .prepare import check_out_dir
 
 logger = logging.getLogger(__name__)
@@ -93,19 +98,53 @@ def gap_sentence_pairs(articles: Iterable[Sequence[str]], window_words: int = 17
     return sources, targets, counts
 
 
-def write_pairs(out: Path, limit: int | None = None, **options) -> dict[str, Counter]:
-    """``out/{split}.{source,target}`` for the wiki corpus's train/valid/test articles."""
+def aclsum_training_papers(limit: int | None = None,
+                           valid_papers: int = 10) -> tuple[dict[str, list[list[str]]], Counter]:
+    """The full text (abstract, then the body's paragraphs) of ACLSum's training papers, the last
+    ``valid_papers`` of them held out as ``valid``; ``limit`` keeps the first papers of the split.
+    Papers without a parse or without text are counted, not silently dropped."""
+    papers, counts = [], Counter()
+    for record in read_aclsum_records("train", limit):
+        path = aclsum_dir() / "paper_jsons" / f"{record['id']}.json"
+        if not path.is_file():
+            counts["papers without a parse (skipped)"] += 1
+            continue
+        paper = json.loads(path.read_text(encoding="utf-8"))
+        # the parse keeps the PDF's line breaks inside paragraphs: one space each, one pair a line
+        paragraphs = [paper.get("abstract") or ""] + [p["text"] for p in paper["pdf_parse"]["body_text"]]
+        paragraphs = [" ".join(p.split()) for p in paragraphs if p and not p.isspace()]
+        if not paragraphs:
+            counts["papers without text (skipped)"] += 1
+            continue
+        papers.append(paragraphs)
+    if not 0 < valid_papers < len(papers):
+        raise ValueError(f"aclsum: {len(papers)} training papers with text; --valid-papers {valid_papers} must "
+                         f"leave at least one on each side")
+    counts["papers"] = len(papers)
+    return {"train": papers[:-valid_papers], "valid": papers[-valid_papers:]}, counts
+
+
+def write_pairs(out: Path, limit: int | None = None, corpus: str = "wiki", valid_papers: int = 10,
+                **options) -> dict[str, Counter]:
+    """``out/{split}.{source,target}`` for the wiki corpus's train/valid/test articles, or for
+    ACLSum's training papers (``corpus="aclsum"``: train and valid, both from the training split)."""
     out = Path(out)
     check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
-    articles, _ = load_wiki(limit)
+    if corpus == "wiki":
+        articles, _ = load_wiki(limit)
+    elif corpus == "aclsum":
+        articles, counts = aclsum_training_papers(limit, valid_papers)
+        logger.info("aclsum training papers: %s", dict(counts))
+    else:
+        raise ValueError(f"unknown corpus {corpus!r}: wiki or aclsum")
     report = {}
     for split, docs in articles.items():
         sources, targets, counts = gap_sentence_pairs(docs, **options)
         if not sources:
-            raise ValueError(f"wiki[{split}]: no gap-sentence pair (counts: {dict(counts)})")
+            raise ValueError(f"{corpus}[{split}]: no gap-sentence pair (counts: {dict(counts)})")
         (out / f"{split}.source").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
         (out / f"{split}.target").write_text("".join(t + "\n" for t in targets), encoding="utf-8")
-        logger.info("wiki[%s]: %s", split, dict(counts))
+        logger.info("%s[%s]: %s", corpus, split, dict(counts))
         report[split] = counts
     return report

@@ -73,3 +73,55 @@ def test_command_refuses_a_file_as_out(tmp_path):
         main(["--out", str(tmp_path / "file"), "--limit", "1"])
     with pytest.raises(ValueError, match="its parent .* is a file"):
         main(["--out", str(tmp_path / "file" / "gsg"), "--limit", "1"])
+
+
+def _normalized_training_text(ids):
+    import json
+
+    from fairseq_ext.data.corpora import aclsum_dir
+
+    texts = []
+    for paper_id in ids:
+        paper = json.loads((aclsum_dir() / "paper_jsons" / f"{paper_id}.json").read_text(encoding="utf-8"))
+        parts = [paper.get("abstract") or ""] + [p["text"] for p in paper["pdf_parse"]["body_text"]]
+        texts.append(" ".join(" ".join(parts).split()))
+    return texts
+
+
+def test_in_domain_pairs_come_from_the_training_papers_held_out_by_paper(tmp_path):
+    from fairseq_ext.data.corpora import read_aclsum_records
+
+    out = tmp_path / "gsg"
+    main(["--out", str(out), "--corpus", "aclsum", "--limit", "6", "--valid-papers", "2", "--remove"])
+    assert not (out / "test.source").exists()  # no text of ACLSum's test (or validation) papers is read
+    ids = [r["id"] for r in read_aclsum_records("train", 6)]
+    texts = {"train": _normalized_training_text(ids[:4]), "valid": _normalized_training_text(ids[4:])}
+    for split in ("train", "valid"):
+        sources = (out / f"{split}.source").read_text(encoding="utf-8").split("\n")[:-1]
+        targets = (out / f"{split}.target").read_text(encoding="utf-8").split("\n")[:-1]
+        assert len(sources) == len(targets) > 0
+        assert all(t not in s for s, t in zip(sources, targets))  # PEGASUS's form: the gap is cut out
+        assert all(any(t in text for text in texts[split]) for t in targets)  # from its own papers only
+        assert all(8 <= len(t.split()) <= 35 for t in targets)
+
+
+def test_in_domain_papers_keep_one_pair_a_line_and_count_what_they_skip(tmp_path, monkeypatch):
+    import json
+
+    from fairseq_ext.data import gap_sentences
+
+    (tmp_path / "paper_jsons").mkdir()
+    body = " ".join(WINDOW)
+    papers = {"a": {"abstract": None, "pdf_parse": {"body_text": [{"text": body.replace(" ", "\n", 3)}]}},
+              "b": {"abstract": " ", "pdf_parse": {"body_text": [{"text": "\u2028"}]}},
+              "c": {"abstract": body.replace("the", "the\u2028", 1), "pdf_parse": {"body_text": []}}}
+    for name, paper in papers.items():
+        (tmp_path / "paper_jsons" / f"{name}.json").write_text(json.dumps(paper), encoding="utf-8")
+    records = [{"id": name} for name in ("a", "missing", "b", "c")]
+    monkeypatch.setattr(gap_sentences, "aclsum_dir", lambda: tmp_path)
+    monkeypatch.setattr(gap_sentences, "read_aclsum_records", lambda split, limit=None: records[:limit])
+    splits, counts = gap_sentences.aclsum_training_papers(valid_papers=1)
+    assert counts == {"papers": 2, "papers without a parse (skipped)": 1, "papers without text (skipped)": 1}
+    assert splits == {"train": [[body]], "valid": [[body]]}
+    with pytest.raises(ValueError, match="--valid-papers 2 must leave at least one on each side"):
+        gap_sentences.aclsum_training_papers(valid_papers=2)
