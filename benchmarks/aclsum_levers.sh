@@ -207,7 +207,7 @@ if log.exists():
         # the checkpoint fairseq kept: the last of the best (a tie replaces checkpoint_best.pt)
         top = max(reversed(valid), key=lambda v: float(v["valid_rougeL"]))
         best = f'{top["valid_num_updates"]} ({top["valid_rougeL"]})'
-if (run / "rouge-valid.txt").exists():
+if any((run / f"rouge-{split}.txt").exists() for split in ("valid", "test")):  # SPLITS=test: the test alone
     scores = ["/".join(map(str, rouge(run / f"rouge-{split}.txt"))) if (run / f"rouge-{split}.txt").exists() else "-"
               for split in ("valid", "test")]
 else:  # a screen: the last greedy validation of the log (per-document rouge-score F), no test

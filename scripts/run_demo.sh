@@ -111,6 +111,18 @@ EVAL_ROUGE_ARGS="${EVAL_ROUGE_ARGS:-{\"beam\": 1, \"min_len\": 40, \"max_len_b\"
 TRAIN_ARGS+=(--eval-rouge --eval-rouge-args "${EVAL_ROUGE_ARGS}"
              --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric)
 
+# a recipe may pre-train first (a function pretrain that sets PRETRAINED, the checkpoint, and
+# PRETRAIN_SAYS, what the results say of it): the training below starts from its weights
+PRETRAINED="" PRETRAIN_SAYS=""
+if declare -F pretrain > /dev/null; then
+    echo "== [1/4] pre-training (at $(( $(date +%s) - start )) s)"
+    pretrain  # under set -e: a step of it that fails ends the job
+    if [[ -n "${PRETRAINED}" ]]; then
+        TRAIN_ARGS+=(--finetune-from-model "${PRETRAINED}")
+        echo "   pre-trained: ${PRETRAINED}"
+    fi
+fi
+
 echo "== [2/4] fairseq-train ${MODEL} (at most ${MAX_EPOCH} epochs or ${STOP_HOURS} h) (at $(( $(date +%s) - start )) s)"
 BEST="${WORK}/checkpoints/checkpoint_best.pt"
 status=0
@@ -203,7 +215,7 @@ echo "the model against LEAD-3 on the same documents, paired (python -m fairseq_
     | tee -a "${WORK}/results.md"
 python -m fairseq_ext.cli.rouge_paired "${WORK}/test.tokens.hyp" "${WORK}/lead3.hyp" "${WORK}/test.ref" \
     --names "${MODEL}" LEAD-3 | tee -a "${WORK}/results.md"
-echo "${MODEL}: ${MODEL_SAYS}${CUT}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
+echo "${MODEL}: ${MODEL_SAYS}${CUT}${PRETRAIN_SAYS}; ${DATA_DIR}/raw/test.target${LIMIT:+ (first ${LIMIT} documents)}" \
     | tee -a "${WORK}/results.md"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training.png" --title "${MODEL}"
 python scripts/plot_training.py "${WORK}/train.log" --out "${WORK}/training-minutes.png" --title "${MODEL}" --x minutes

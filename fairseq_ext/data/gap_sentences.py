@@ -1,6 +1,6 @@
 """Gap-sentence pairs (PEGASUS, Zhang et al. 2020, section 3.1) from the shipped Wikipedia text
-or from the full text of ACLSum's training papers (in-domain pre-training without labels, as
-PEGASUS's low-resource experiments do, section 6.3).
+or from the full text of ACLSum's training papers (in-domain pre-training without labels: PEGASUS's
+ablation of the pre-training corpus found text of the task's own domain to help).
 
 The principal sentence of a window of one article (the highest ROUGE-1 F1 against the rest,
 "Ind-Orig") is the target; it stays in the source (``remove=False``: learn to find and copy it)

@@ -62,17 +62,27 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     results = (run / "results.md").read_text()
     averaged = r"checkpoint_avg2\.pt, the mean of updates (1\+2|1\+3|2\+3) \(the best: update [123]\)"
     assert re.search(averaged, results), results
+    # three updates: two of pre-training on the training papers' gap sentences first (the recipe's
+    # three quarters); one update: none (the first run)
+    assert "; fine-tuned from 2 updates on gap sentences of data/aclsum_gsg-limit4;" in results
+    assert updates_of(run / "pretrain" / "checkpoint_best.pt") == 2
     assert (run / "checkpoints" / "checkpoint_avg2.pt").is_file()
     assert "| ROUGE-2 |" in results.split("rouge_paired):")[1]  # the paired comparison
     first = (run.parent / "demo-s2s_ft_copy.previous" / "results.md").read_text()
     assert "checkpoint_best.pt, update 1; not averaged (AVERAGE=3, " in first  # one update: nothing to average
+    assert "gap sentences" not in first
     assert "data/aclsum_aspects_wp-limit4" in second.stdout  # a quick run's data are its own
 
-    # a training that fails is reported as such, with an earlier run's checkpoint beside it
-    failed = run_demo(work, MAX_UPDATE="2", LR="not-a-number")
+    # a training that fails is reported as such, with an earlier run's checkpoint beside it; so is
+    # a pre-training that fails (before the training)
+    failed = run_demo(work, MAX_UPDATE="2", LR="not-a-number", GSG_UPDATES="0")
     assert failed.returncode != 0
     assert "training failed (fairseq-train exited with" in failed.stderr
     assert not (run / "results.md").exists() and not (run / "checkpoints" / "checkpoint_best.pt").exists()
+    failed = run_demo(work, MAX_UPDATE="2", LR="not-a-number")
+    assert failed.returncode != 0
+    assert "pre-training failed (fairseq-train exited with 1)" in failed.stderr
+    assert not (run / "results.md").exists() and not (run / "checkpoints").exists()
 
 
 @pytest.mark.e2e
