@@ -14,7 +14,8 @@
 # MODEL names a recipe in scripts/demo/<MODEL>.sh (which sets CORPUS, VOCAB_SIZE, MAX_EPOCH,
 # TRAIN_ARGS and GEN_ARGS, and may set DATA_DIR and PREPARE (the folder the data go to and the module
 # that prepares them), STOP_HOURS, EVAL_ROUGE_ARGS, LEAD_ARGS (how LEAD-3 reads the test papers)
-# and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect, joined before scoring)).
+# and LINES_PER_DOCUMENT (summaries per test document, e.g. one per aspect, joined before scoring),
+# and may define a function pretrain, a first training whose checkpoint the training starts from).
 # CORPUS (SOURCE_CORPUS for the s2s-ft recipes) is a built-in corpus or a directory of your own;
 # data go to data/<its name>[_wp][-limitN]/ and outputs to runs/demo-<MODEL>/ (for a directory of
 # your own, runs/demo-<MODEL>-<its data name>/), and LEAD-3 reads that data's own test sources.
