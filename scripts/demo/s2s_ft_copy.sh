@@ -151,5 +151,5 @@ pretrain() {
              tail -n 15 "${WORK}/pretrain.log" >&2; return 1; }
     PRETRAINED="${WORK}/pretrain/checkpoint_best.pt"
     PRETRAIN_SAYS="; fine-tuned from ${GSG_UPDATES} updates on gap sentences of ${pairs}"
-    grep -E "\| valid \|" "${WORK}/pretrain.log" | tail -n 1
+    grep -E "\| valid \|" "${WORK}/pretrain.log" | tail -n 1 || true
 }

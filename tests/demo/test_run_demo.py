@@ -81,7 +81,7 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     assert not (run / "results.md").exists() and not (run / "checkpoints" / "checkpoint_best.pt").exists()
     failed = run_demo(work, MAX_UPDATE="2", LR="not-a-number")
     assert failed.returncode != 0
-    assert "pre-training failed (fairseq-train exited with 1)" in failed.stderr
+    assert "pre-training failed (fairseq-train exited with 2)" in failed.stderr  # argparse refuses the rate
     assert not (run / "results.md").exists() and not (run / "checkpoints").exists()
 
 
