@@ -100,13 +100,14 @@ RUN="${WORK}/${NAME}"
 CKPT_DIR="${WORK}/${CHECKPOINT_FROM:-${NAME}}/checkpoints"
 mkdir -p "${RUN}"
 export OMP_NUM_THREADS="${THREADS}"
-if [[ "${CORPUS}" == wiki_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
-    python -m fairseq_ext.cli.gap_sentences --out "data/wiki_gsg" ${LIMIT:+--limit "${LIMIT}"}
-    python -m preprocess.prepare_wordpiece --corpus data/wiki_gsg --out "${DATA}"
-elif [[ "${CORPUS}" == aclsum_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
-    # in-domain: gap sentences cut out of the training papers' full text (PEGASUS's form)
-    python -m fairseq_ext.cli.gap_sentences --corpus aclsum --remove --out "data/aclsum_gsg" ${LIMIT:+--limit "${LIMIT}"}
-    python -m preprocess.prepare_wordpiece --corpus data/aclsum_gsg --out "${DATA}"
+if [[ "${CORPUS}" == *_gsg && ! -f "${DATA}/bin/dict.source.txt" ]]; then
+    # wiki_gsg keeps the gap sentence in its source (a copy task); aclsum_gsg, in-domain, cuts it
+    # out of the training papers' full text (PEGASUS's form)
+    gsg_form=()
+    if [[ "${CORPUS}" == aclsum_gsg ]]; then gsg_form=(--remove); fi
+    python -m fairseq_ext.cli.gap_sentences --corpus "${CORPUS%_gsg}" "${gsg_form[@]}" --out "data/${CORPUS}" \
+        ${LIMIT:+--limit "${LIMIT}"}
+    python -m preprocess.prepare_wordpiece --corpus "data/${CORPUS}" --out "${DATA}"
 elif [[ ! -f "${DATA}/bin/dict.source.txt" ]]; then
     python -m preprocess.prepare_wordpiece --corpus "${CORPUS}" --out "${DATA}" ${LIMIT:+--limit "${LIMIT}"}
 fi

@@ -134,8 +134,8 @@ def write_pairs(out: Path, limit: int | None = None, corpus: str = "wiki", valid
     if corpus == "wiki":
         articles, _ = load_wiki(limit)
     elif corpus == "aclsum":
-        articles, counts = aclsum_training_papers(limit, valid_papers)
-        logger.info("aclsum training papers: %s", dict(counts))
+        articles, papers = aclsum_training_papers(limit, valid_papers)
+        logger.info("aclsum training papers: %s", dict(papers))
     else:
         raise ValueError(f"unknown corpus {corpus!r}: wiki or aclsum")
     report = {}

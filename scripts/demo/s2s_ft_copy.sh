@@ -89,20 +89,22 @@ if [[ "${COVERAGE}" == 1 ]]; then COVERAGE_ARGS=(--coverage --coverage-loss-weig
 # RESTORE_SURFACE=0: the lower-cased WordPieces joined (ROUGE lower-cases: the same figures)
 SURFACE_ARGS=()
 if [[ "${RESTORE_SURFACE:-1}" == 0 ]]; then SURFACE_ARGS=(--no-restore-surface); fi
-TRAIN_ARGS=(
-    --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384
-    --init-from-hf "$(minilm_dir)" ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"}
+# the model and its training step, the same for the pre-training (pretrain, below) and the training
+STEP_ARGS=(
+    --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "$(minilm_dir)"
     --copy-heads "${COPY_HEADS:-12}" --s2s-method "${S2S_METHOD:-pseudo}" --target-mask-prob "${TARGET_MASK_PROB:-0.2}"
-    "${COVERAGE_ARGS[@]}" --criterion s2s_ft --label-smoothing 0.1
+    --criterion s2s_ft --label-smoothing 0.1
     --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01
     --lr "${LR:-2e-4}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP:-30}"
-    --total-num-update "${TOTAL_UPDATES:-${MAX_UPDATE}}" --max-update "${MAX_UPDATE}"
     --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1
-    --batch-size 8 --batch-size-valid 25 --required-batch-size-multiple 1
-    --max-source-positions "${MAX_SOURCE}" --max-target-positions "${MAX_TARGET}"
-    --validate-interval 100000 --save-interval 100000
+    --batch-size 8 --batch-size-valid 25 --required-batch-size-multiple 1 --max-source-positions "${MAX_SOURCE}"
+    --validate-interval 100000 --save-interval 100000 --no-last-checkpoints
+)
+TRAIN_ARGS=(
+    "${STEP_ARGS[@]}" ${INIT_FROM:+--finetune-from-model "${INIT_FROM}"} "${COVERAGE_ARGS[@]}"
+    --total-num-update "${TOTAL_UPDATES:-${MAX_UPDATE}}" --max-update "${MAX_UPDATE}"
+    --max-target-positions "${MAX_TARGET}"
     --validate-interval-updates "${VALID_EVERY}" --save-interval-updates "${VALID_EVERY}" --keep-interval-updates "${KEEP:-1}"
-    --no-last-checkpoints
 )
 if [[ "${VALID_RULES:-0}" != 1 ]]; then RULE_KEYS=""; fi
 EVAL_ROUGE_ARGS="{\"beam\": 1, \"min_len\": ${VALID_MIN_LEN:-40}, \"max_len_b\": $((MAX_TARGET - 1)), \"no_repeat_ngram_size\": 3${RULE_KEYS}}"
@@ -125,27 +127,20 @@ pretrain() {
     if [[ "${SOURCE_CORPUS}" != aclsum_aspects || "${GSG_UPDATES:-0}" == 0 || -n "${INIT_FROM}" ]]; then
         return 0
     fi
-    local pairs="data/aclsum_gsg${LIMIT:+-limit${LIMIT}}" data="data/aclsum_gsg${LIMIT:+-limit${LIMIT}}_wp"
+    local pairs data
+    pairs="data/$(data_name aclsum_gsg)" data="data/$(data_name aclsum_gsg _wp)"
     if [[ ! -f "${pairs}/valid.target" ]]; then
         python -m fairseq_ext.cli.gap_sentences --corpus aclsum --remove --out "${pairs}" \
             ${LIMIT:+--limit "${LIMIT}" --valid-papers 1}
     fi
     prepare_data preprocess.prepare_wordpiece "${pairs}" "${data}"
-    fairseq-train "${data}/bin" --user-dir "${REPO}/user_dir" \
-        --task s2s_ft_summarization --arch s2s_ft_minilm_l6_h384 --init-from-hf "$(minilm_dir)" \
-        --copy-heads "${COPY_HEADS:-12}" --s2s-method "${S2S_METHOD:-pseudo}" --target-mask-prob "${TARGET_MASK_PROB:-0.2}" \
-        --criterion s2s_ft --label-smoothing 0.1 \
-        --optimizer adam --adam-betas "(0.9,0.999)" --adam-eps 1e-6 --weight-decay 0.01 \
-        --lr "${LR:-2e-4}" --lr-scheduler polynomial_decay --warmup-updates "${WARMUP:-30}" \
+    fairseq-train "${data}/bin" --user-dir "${REPO}/user_dir" "${STEP_ARGS[@]}" \
         --total-num-update "${GSG_UPDATES}" --max-update "${GSG_UPDATES}" --max-epoch 100000 \
-        --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 \
-        --batch-size 8 --batch-size-valid 25 --required-batch-size-multiple 1 \
-        --max-source-positions "${MAX_SOURCE}" --max-target-positions 48 \
-        --validate-interval 100000 --save-interval 100000 \
+        --max-target-positions 48 \
         --validate-interval-updates "${GSG_UPDATES}" --save-interval-updates "${GSG_UPDATES}" \
         --eval-rouge --eval-rouge-args '{"beam": 1, "min_len": 8, "max_len_b": 47, "no_repeat_ngram_size": 3}' \
         --best-checkpoint-metric rougeL --maximize-best-checkpoint-metric \
-        --save-dir "${WORK}/pretrain" --no-epoch-checkpoints --no-last-checkpoints \
+        --save-dir "${WORK}/pretrain" --no-epoch-checkpoints \
         --log-format json --log-interval 10 --num-workers 0 --seed 1 > "${WORK}/pretrain.log" 2>&1 \
         || { echo "pre-training failed (fairseq-train exited with $?); the end of ${WORK}/pretrain.log:" >&2
              tail -n 15 "${WORK}/pretrain.log" >&2; return 1; }
