@@ -12,9 +12,12 @@ import _compat_pickle
 import argparse
 import ast
 import collections
+import contextlib
+import ctypes
 import functools
 import gc
 import logging
+import mmap
 import os
 import pickle
 import re
@@ -221,17 +224,132 @@ def load_model_ensemble_and_task(load_model_ensemble_and_task):
                                             "data_name_or_path, the command line's DATA)")
                 task = tasks.setup_task(cfg.task, from_checkpoint=True)
             model_file.check_model_shapes(_builder(task), cfg.model, state.get("model") or {}, path, strict)
-            models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1, state)
-            # the weights now live in the model: unmap the file's copy before the next one. While
-            # fairseq upgrades a file's Namespace, hydra's caller detection (inspect.stack()) keeps
-            # frames that hold the state in a reference cycle; until a collection ran, the pages
-            # the copy touched stayed resident beside the model (the weights twice over)
+            with weights_taken_from_the_file(path):
+                models, cfg, task = load_model_ensemble_and_task([filename], arg_overrides, task, strict, suffix, 1,
+                                                                 state)
+            # the model now holds the file's tensors as its weights; the rest of the state goes
+            # before the next file. While fairseq upgrades a file's Namespace, hydra's caller
+            # detection (inspect.stack()) keeps frames that hold the state in a reference cycle,
+            # and the file's mapping with it: a collection frees them now, not at some later one
             state = None
             gc.collect()
             ensemble.extend(models)
         return ensemble, cfg, task
 
     return wrapped
+
+
+@contextlib.contextmanager
+def weights_taken_from_the_file(path):
+    """While fairseq loads a model for decoding from ``path`` (mapped by :func:`safe_load`),
+    ``load_state_dict`` takes the file's tensors as the model's weights (torch's ``assign=True``)
+    instead of copying them into the weights the model was built with, which are freed; then
+    each weight is copied out of the mapping into the process's own memory, tensor by tensor,
+    and the file's pages it read are dropped (``madvise``) before the next. Copying into the
+    built weights held both at once, the built ones and the mapped file's pages the copy
+    touched: twice the weights at the peak; this holds them once plus one tensor. The model
+    never reads the file again: fairseq rewrites ``checkpoint_best.pt`` in place (it copies the
+    newest checkpoint over it), which would cut weights that still lived in the mapping.
+
+    A tensor whose dtype differs from the model's (an fp16 file into an fp32 model) is
+    converted first, as the copy would have converted it; shapes are checked by torch as before.
+    Parameters keep the model's ``requires_grad``. Tied weights stay tied: the slots that held
+    one parameter (an embedding and the output projection) hold one again, the tensor the copy
+    would have left there (the last of their names in the model's order).
+    ``torch.nn.Module.load_state_dict`` is replaced for the block's duration, process-wide: the
+    block is fairseq's (single-threaded) loading of one file."""
+    original = torch.nn.Module.load_state_dict
+
+    def assigning(module, state_dict, strict=True, assign=False):
+        own = module.state_dict(keep_vars=True)
+        taken = collections.OrderedDict()
+        for name, tensor in state_dict.items():
+            mine = own.get(name)
+            if isinstance(tensor, torch.Tensor) and isinstance(mine, torch.Tensor) and tensor.dtype != mine.dtype:
+                tensor = tensor.to(mine.dtype)
+            taken[name] = tensor
+        if hasattr(state_dict, "_metadata"):  # the version numbers modules upgrade by
+            taken._metadata = state_dict._metadata
+        own = None  # the built weights go as they are replaced
+        tied = _tied_slots(module)
+        result = original(module, taken, strict=strict, assign=True)
+        taken = None
+        for slots in tied:
+            last = getattr(slots[-1][0], slots[-1][1])[slots[-1][2]]
+            for owner, kind, name in slots:
+                getattr(owner, kind)[name] = last
+        _into_memory(module, _private_mappings(path))
+        return result
+
+    torch.nn.Module.load_state_dict = assigning
+    try:
+        yield
+    finally:
+        torch.nn.Module.load_state_dict = original
+
+
+MADV_DONTNEED = 4  # Linux's madvise advice: drop these pages (a file's are read again if touched)
+
+
+def _private_mappings(path):
+    """The address ranges ``[(start, end)]`` where this process maps ``path`` privately
+    (``/proc/self/maps``); empty where that file does not exist (not Linux)."""
+    target, ranges = os.path.realpath(path), []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[1].endswith("p") and fields[5].rstrip("\n") == target:
+                    start, end = (int(x, 16) for x in fields[0].split("-"))
+                    ranges.append((start, end))
+    except OSError:
+        return []
+    return ranges
+
+
+def _into_memory(module, mapped):
+    """Every parameter and buffer of ``module`` whose bytes lie in one of the ``mapped`` ranges,
+    replaced by a copy in the process's memory (a parameter stays a parameter, tied slots one
+    tensor); the whole pages of the file it read are dropped right after its copy."""
+    if not mapped:
+        return
+    page = mmap.PAGESIZE
+    libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ldconfig run)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    copies = {}
+    for _, owner in module.named_modules(remove_duplicate=False):
+        for kind in ("_parameters", "_buffers"):
+            slots = getattr(owner, kind)
+            for name, tensor in list(slots.items()):
+                if tensor is None or tensor.device.type != "cpu":
+                    continue
+                storage = tensor.untyped_storage()
+                first, past = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+                inside = [(s, e) for s, e in mapped if s <= first and past <= e]
+                if not inside:
+                    continue
+                if id(tensor) not in copies:
+                    data = tensor.detach().clone()
+                    if isinstance(tensor, torch.nn.Parameter):
+                        data = torch.nn.Parameter(data, requires_grad=tensor.requires_grad)
+                    copies[id(tensor)] = (tensor, data)  # the original kept: its id stays its own
+                    start, end = -(-first // page) * page, past // page * page  # whole pages only
+                    if end > start:
+                        libc.madvise(start, end - start, MADV_DONTNEED)
+                slots[name] = copies[id(tensor)][1]
+
+
+def _tied_slots(module):
+    """The slots ``(module, "_parameters" or "_buffers", name)`` that hold one tensor between
+    them, one list per tensor held in more than one, each in the model's order."""
+    slots, seen = collections.defaultdict(list), set()
+    for _, owner in module.named_modules(remove_duplicate=False):
+        for kind in ("_parameters", "_buffers"):
+            for name, tensor in getattr(owner, kind).items():
+                if tensor is not None and (id(owner), kind, name) not in seen:
+                    seen.add((id(owner), kind, name))
+                    slots[id(tensor)].append((owner, kind, name))
+    return [group for group in slots.values() if len(group) > 1]
 
 
 def _builder(task):
