@@ -244,10 +244,10 @@ def weights_taken_from_the_file(path):
     """While fairseq loads a model for decoding from ``path`` (mapped by :func:`safe_load`),
     ``load_state_dict`` takes the file's tensors as the model's weights (torch's ``assign=True``)
     instead of copying them into the weights the model was built with, which are freed; then
-    each weight is copied out of the mapping into the process's own memory, tensor by tensor,
-    and the file's pages it read are dropped (``madvise``) before the next. Copying into the
-    built weights held both at once, the built ones and the mapped file's pages the copy
-    touched: twice the weights at the peak; this holds them once plus one tensor. The model
+    each weight is copied out of the mapping into the process's own memory, a few MB at a time,
+    and the file's pages each piece came from are dropped (``madvise``) before the next. Copying
+    into the built weights held both at once, the built ones and the mapped file's pages the
+    copy touched: twice the weights at the peak; this holds them once. The model
     never reads the file again: fairseq rewrites ``checkpoint_best.pt`` in place (it copies the
     newest checkpoint over it), which would cut weights that still lived in the mapping.
 
@@ -289,6 +289,7 @@ def weights_taken_from_the_file(path):
 
 
 MADV_DONTNEED = 4  # Linux's madvise advice: drop these pages (a file's are read again if touched)
+COPY_CHUNK = 4 * 2**20  # bytes of a weight copied out of a mapped file before its pages are dropped
 
 
 def _private_mappings(path):
@@ -329,14 +330,35 @@ def _into_memory(module, mapped):
                 if not inside:
                     continue
                 if id(tensor) not in copies:
-                    data = tensor.detach().clone()
+                    data = _copy_out(tensor.detach(), lambda a, b: _drop(libc, a, b, page))
                     if isinstance(tensor, torch.nn.Parameter):
                         data = torch.nn.Parameter(data, requires_grad=tensor.requires_grad)
                     copies[id(tensor)] = (tensor, data)  # the original kept: its id stays its own
-                    start, end = -(-first // page) * page, past // page * page  # whole pages only
-                    if end > start:
-                        libc.madvise(start, end - start, MADV_DONTNEED)
+                    _drop(libc, first, past, page)
                 slots[name] = copies[id(tensor)][1]
+
+
+def _copy_out(tensor, drop):
+    """A copy of ``tensor`` in the process's memory, made :data:`COPY_CHUNK` bytes at a time, each
+    chunk's source pages handed to ``drop(first_byte, past_byte)`` once copied: the peak grows by
+    a chunk, not by the tensor. A tensor that is not contiguous is cloned whole."""
+    if not tensor.is_contiguous() or tensor.numel() == 0:
+        return tensor.clone()
+    copy = torch.empty_like(tensor)  # its pages are not touched before their chunk is written
+    source, target = tensor.view(-1), copy.view(-1)
+    step, base, size = max(1, COPY_CHUNK // tensor.element_size()), tensor.data_ptr(), tensor.element_size()
+    for begin in range(0, source.numel(), step):
+        end = min(begin + step, source.numel())
+        target[begin:end].copy_(source[begin:end])
+        drop(base + begin * size, base + end * size)
+    return copy
+
+
+def _drop(libc, first, past, page):
+    """``madvise(MADV_DONTNEED)`` on the whole pages inside bytes ``[first, past)``."""
+    start, end = -(-first // page) * page, past // page * page
+    if end > start:
+        libc.madvise(start, end - start, MADV_DONTNEED)
 
 
 def _tied_slots(module):
