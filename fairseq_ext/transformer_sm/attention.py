@@ -9,7 +9,8 @@ beam alive); here the cache is a buffer with room to spare, written in place at 
 doubled when full, and reordered only when the order changes:
 
     step t:   key[:, :, t] = k_t      (no copy of keys 0 .. t-1)
-    reorder:  identity -> nothing; else one index_select of the rows
+    reorder:  identity -> nothing; else one index_select of the rows' keys 0 .. t
+              (into a buffer of the same room, whose unwritten part is never touched)
 """
 
 import torch
@@ -114,9 +115,14 @@ class CachedSelfAttention(nn.Module):
         rows = cache["key"].size(0)
         if new_order.numel() == rows and torch.equal(new_order, torch.arange(rows, device=new_order.device)):
             return incremental_state  # greedy search, or no beam moved: nothing to copy
-        for name in ("key", "value", "padding"):
-            if cache[name] is not None:
-                cache[name] = cache[name].index_select(0, new_order)
+        length = int(cache["length"])
+        for name in ("key", "value"):  # the keys written so far, not the room to spare after them
+            old = cache[name]
+            new = old.new_empty(new_order.numel(), *old.shape[1:])  # (B', H, cap, D)
+            torch.index_select(old.narrow(2, 0, length), 0, new_order, out=new.narrow(2, 0, length))
+            cache[name] = new
+        if cache["padding"] is not None:
+            cache["padding"] = cache["padding"].index_select(0, new_order)
         return self._set_input_buffer(incremental_state, cache)
 
     def _get_input_buffer(self, incremental_state):
