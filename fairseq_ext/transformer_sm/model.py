@@ -149,7 +149,9 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
                 padding_mask = None
 
         x = x.transpose(0, 1)  # (T, B, C)
-        inner_states = [x]
+        # every layer's output, as fairseq's decoders give it, outside decoding only: a decoding
+        # run reads none, and at its first step they are the whole prompt's, once per layer
+        inner_states = [x] if incremental_state is None else None
         for layer in self.layers:
             x, _, _ = layer(
                 x,
@@ -157,7 +159,8 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
                 self_attn_mask=attn_mask,
                 self_attn_padding_mask=padding_mask,
             )
-            inner_states.append(x)
+            if inner_states is not None:
+                inner_states.append(x)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         x = x.transpose(0, 1)  # (B, T, C)
