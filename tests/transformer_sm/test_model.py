@@ -179,6 +179,20 @@ def test_incremental_decoding_equals_full_forward(task, mode, normalize_before):
     )
 
 
+def test_inner_states_outside_decoding_only(task):
+    """The full forward returns every layer's output, as fairseq's decoders do; a decoding run's
+    steps return none (at the first step they would be the whole prompt's, once per layer)."""
+    model = make_model(task)
+    article, prev, _ = make_batch(task)
+    with torch.no_grad():
+        _, extra = model(article, None, prev)
+        assert len(extra["inner_states"]) == len(model.decoder.layers) + 1
+        encoder_out, state = model.encoder(article), {}
+        for t in range(2):
+            _, step = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+            assert step["inner_states"] is None
+
+
 @pytest.mark.parametrize("mode", ["restart", "continue"])
 def test_incremental_state_follows_beam_reordering(task, mode):
     """Beam search's reorders (within each sentence's beams, after the first step and in the
