@@ -311,31 +311,37 @@ def _private_mappings(path):
 def _into_memory(module, mapped):
     """Every parameter and buffer of ``module`` whose bytes lie in one of the ``mapped`` ranges,
     replaced by a copy in the process's memory (a parameter stays a parameter, tied slots one
-    tensor); the whole pages of the file it read are dropped right after its copy."""
+    tensor); the whole pages of the file it read are dropped once every tensor that shares its
+    storage is copied (as each piece is copied when it is its storage's only tensor), so that
+    no tensor still to be copied reads a dropped page back from the file."""
     if not mapped:
         return
     page = mmap.PAGESIZE
     libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ldconfig run)
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    copies = {}
+    storages = collections.defaultdict(list)  # storage start -> [(owner, kind, name, tensor)] in the model's order
     for _, owner in module.named_modules(remove_duplicate=False):
         for kind in ("_parameters", "_buffers"):
-            slots = getattr(owner, kind)
-            for name, tensor in list(slots.items()):
-                if tensor is None or tensor.device.type != "cpu":
+            for name, tensor in getattr(owner, kind).items():
+                if tensor is None or tensor.device.type != "cpu" or tensor.layout != torch.strided:
                     continue
                 storage = tensor.untyped_storage()
                 first, past = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-                inside = [(s, e) for s, e in mapped if s <= first and past <= e]
-                if not inside:
-                    continue
-                if id(tensor) not in copies:
-                    data = _copy_out(tensor.detach(), lambda a, b: _drop(libc, a, b, page))
-                    if isinstance(tensor, torch.nn.Parameter):
-                        data = torch.nn.Parameter(data, requires_grad=tensor.requires_grad)
-                    copies[id(tensor)] = (tensor, data)  # the original kept: its id stays its own
-                    _drop(libc, first, past, page)
-                slots[name] = copies[id(tensor)][1]
+                if any(start <= first and past <= end for start, end in mapped):
+                    storages[(first, past)].append((owner, kind, name, tensor))
+    for (first, past), slots in storages.items():
+        alone = len({id(tensor) for *_, tensor in slots}) == 1
+        copies = {}
+        for *_, tensor in slots:
+            if id(tensor) not in copies:
+                drop = (lambda a, b: _drop(libc, a, b, page)) if alone else (lambda a, b: None)
+                data = _copy_out(tensor.detach(), drop)
+                if isinstance(tensor, torch.nn.Parameter):
+                    data = torch.nn.Parameter(data, requires_grad=tensor.requires_grad)
+                copies[id(tensor)] = data  # the originals stay in slots until the group is done
+        for owner, kind, name, tensor in slots:
+            getattr(owner, kind)[name] = copies[id(tensor)]
+        _drop(libc, first, past, page)
 
 
 def _copy_out(tensor, drop):

@@ -233,6 +233,29 @@ def test_a_weight_copied_out_in_pieces_is_the_weight(tensor, monkeypatch):
         assert dropped == []
 
 
+def test_weights_that_share_a_mapped_storage_are_all_copied_before_its_pages_go(tmp_path):
+    """Two weights saved as views of one storage, the second changed in place after loading (a
+    private page of its own now): both copies hold what the weights held. Dropping the storage's
+    pages after the first copy would send the second back to the file's bytes."""
+    from torch import nn
+
+    from fairseq_ext.compat import checkpoint
+
+    base = torch.arange(8192, dtype=torch.float32)  # 32 KiB: whole pages in each half
+    torch.save({"a": base[:4096], "b": base[4096:]}, tmp_path / "shared.pt")
+    state = torch.load(tmp_path / "shared.pt", mmap=True, weights_only=True)
+    assert state["a"].untyped_storage().data_ptr() == state["b"].untyped_storage().data_ptr()
+    module = nn.Module()
+    module.a, module.b = nn.Parameter(state["a"], requires_grad=False), nn.Parameter(state["b"])
+    with torch.no_grad():
+        module.b.mul_(-1)  # written in place: its pages are the process's own copies now
+    mapped = checkpoint._private_mappings(tmp_path / "shared.pt")
+    assert mapped
+    checkpoint._into_memory(module, mapped)
+    assert torch.equal(module.a, base[:4096]) and torch.equal(module.b, -base[4096:])
+    assert isinstance(module.b, nn.Parameter) and module.b.requires_grad and not module.a.requires_grad
+
+
 def test_legacy_args_keep_the_model_and_lose_the_run(good_state, tmp_path):
     state = hostile.legacy_args_backslash_quote(good_state, tmp_path)
     state["args"].eval_rouge_args = None
