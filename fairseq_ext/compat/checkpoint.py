@@ -319,16 +319,14 @@ def _into_memory(module, mapped):
     page = mmap.PAGESIZE
     libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ldconfig run)
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    storages = collections.defaultdict(list)  # storage start -> [(owner, kind, name, tensor)] in the model's order
-    for _, owner in module.named_modules(remove_duplicate=False):
-        for kind in ("_parameters", "_buffers"):
-            for name, tensor in getattr(owner, kind).items():
-                if tensor is None or tensor.device.type != "cpu" or tensor.layout != torch.strided:
-                    continue
-                storage = tensor.untyped_storage()
-                first, past = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-                if any(start <= first and past <= end for start, end in mapped):
-                    storages[(first, past)].append((owner, kind, name, tensor))
+    storages = collections.defaultdict(list)  # (first, past byte) -> [(owner, kind, name, tensor)]
+    for owner, kind, name, tensor in _slots(module):
+        if tensor.device.type != "cpu" or tensor.layout != torch.strided:
+            continue
+        storage = tensor.untyped_storage()
+        first, past = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+        if any(start <= first and past <= end for start, end in mapped):
+            storages[(first, past)].append((owner, kind, name, tensor))
     for (first, past), slots in storages.items():
         alone = len({id(tensor) for *_, tensor in slots}) == 1
         copies = {}
@@ -367,16 +365,24 @@ def _drop(libc, first, past, page):
         libc.madvise(start, end - start, MADV_DONTNEED)
 
 
-def _tied_slots(module):
-    """The slots ``(module, "_parameters" or "_buffers", name)`` that hold one tensor between
-    them, one list per tensor held in more than one, each in the model's order."""
-    slots, seen = collections.defaultdict(list), set()
+def _slots(module):
+    """Every slot of ``module``'s parameters and buffers that holds a tensor, once each, in the
+    model's order: ``(owner module, "_parameters" or "_buffers", name, tensor)``."""
+    seen = set()
     for _, owner in module.named_modules(remove_duplicate=False):
         for kind in ("_parameters", "_buffers"):
             for name, tensor in getattr(owner, kind).items():
                 if tensor is not None and (id(owner), kind, name) not in seen:
                     seen.add((id(owner), kind, name))
-                    slots[id(tensor)].append((owner, kind, name))
+                    yield owner, kind, name, tensor
+
+
+def _tied_slots(module):
+    """The slots ``(module, "_parameters" or "_buffers", name)`` that hold one tensor between
+    them, one list per tensor held in more than one, each in the model's order."""
+    slots = collections.defaultdict(list)
+    for owner, kind, name, tensor in _slots(module):
+        slots[id(tensor)].append((owner, kind, name))
     return [group for group in slots.values() if len(group) > 1]
 
 

@@ -99,19 +99,25 @@ def test_without_the_caller_s_data_directory_the_load_says_so_in_one_line(bart_t
     assert str(bart_tiny_checkpoint) in str(err.value) and "\n" not in str(err.value)
 
 
-_LOAD_GROWTH = """
-import re, sys
+# a fresh interpreter that loads a model file for decoding and measures its peak: the prelude
+_PEAK = """
+import contextlib, re, sys
+import torch
 import user_dir  # noqa: F401
 from fairseq import checkpoint_utils
 from fairseq_ext.compat import checkpoint
 def kib(field):
     return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1))
+def start_peak():  # the peak (VmHWM) starts again from here; the resident KiB now
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return kib("VmRSS")
+"""
+_LOAD_GROWTH = _PEAK + """
 if sys.argv[3] == "keep":  # the load as it was before decoding dropped the optimizer state
     read = checkpoint.load_checkpoint_to_cpu
     checkpoint.load_checkpoint_to_cpu = lambda path, overrides=None, *a, **k: read(path, overrides)
-with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) starts again from here
-    f.write("5")
-before = kib("VmRSS")
+before = start_peak()
 checkpoint_utils.load_model_ensemble([sys.argv[1]], arg_overrides={"data": sys.argv[2]})
 print((kib("VmHWM") - before) / 1024)
 """
@@ -137,19 +143,10 @@ def test_decoding_never_reads_the_optimizer_state(how, good_state, tmp_path, acl
         assert growth_mib > 256
 
 
-_WEIGHTS_ONCE = """
-import contextlib, re, sys
-import torch
-import user_dir  # noqa: F401
-from fairseq import checkpoint_utils
-from fairseq_ext.compat import checkpoint
-def kib(field):
-    return int(re.search(field + r":\\s+(\\d+)", open("/proc/self/status").read()).group(1))
+_WEIGHTS_ONCE = _PEAK + """
 if sys.argv[3] == "copy":  # the load as it was: the file's tensors copied into the built weights
     checkpoint.weights_taken_from_the_file = lambda path: contextlib.nullcontext()
-with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) starts again from here
-    f.write("5")
-before = kib("VmRSS")
+before = start_peak()
 models, _ = checkpoint_utils.load_model_ensemble([sys.argv[1]], arg_overrides={"data": sys.argv[2]})
 with open(sys.argv[1], "wb") as f:  # a training copies its newest checkpoint over the file, in place
     f.write(b"cut")
