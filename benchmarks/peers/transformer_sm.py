@@ -47,7 +47,14 @@ def build(layers, width, heads, vocab, article, summary):
                               max_target_positions=summary + 1)
     torch.manual_seed(0)
     ours = TransformerSMModel.build_model(cfg, task).eval()
-    return task, ours, hf_from_ours(ours, len(dictionary))
+    hf = hf_from_ours(ours, len(dictionary))
+    prepare_for_decoding(ours)
+    return task, ours, hf
+
+
+def prepare_for_decoding(model):
+    """What fairseq-generate, -interactive and the hub do to a model before decoding."""
+    model.prepare_for_inference_(Namespace(generation=Namespace(beam=1)))
 
 
 def hf_from_ours(ours, vocab):
@@ -148,6 +155,7 @@ def memory_side(args, side, workdir, mark):
         models, _, task = checkpoint_utils.load_model_ensemble_and_task(
             [os.path.join(out, "model.pt")],
             arg_overrides={"data": out, "max_source_positions": article, "max_target_positions": summary + 1})
+        prepare_for_decoding(models[0])
         mark("loaded")
         src[:, 0] = task.source_dictionary.bos()
         generator = task.build_generator(models, Namespace(beam=beam, min_len=summary, max_len_a=0, max_len_b=summary))

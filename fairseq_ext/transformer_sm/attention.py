@@ -18,6 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 
+from ..modules.decoding_layout import fuse_projections_, fused_projection, store_transposed_, widens
 from ..modules.multihead import merge_heads, split_heads
 
 #: The cache's name in fairseq's incremental state (one entry per attention module).
@@ -52,12 +53,16 @@ class CachedSelfAttention(nn.Module):
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.constant_(self.out_proj.bias, 0.0)
 
+    def make_generation_fast_(self, **kwargs):
+        """Lay the projections out for decoding's few rows (:mod:`..modules.decoding_layout`):
+        q, k and v as one ``(C, 3C)`` product, the output projection as ``(C, C)``."""
+        fuse_projections_(self.q_proj, self.k_proj, self.v_proj)
+        if widens(self.out_proj):
+            store_transposed_(self.out_proj)
+
     def forward(self, query, key=None, value=None, key_padding_mask=None, incremental_state=None,
                 need_weights=False, attn_mask=None, **unused):
-        x = query.transpose(0, 1)  # (B, T, C)
-        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T, D)
-        k = split_heads(self.k_proj(x), self.num_heads)  # (B, H, T, D)
-        v = split_heads(self.v_proj(x), self.num_heads)  # (B, H, T, D)
+        q, k, v = self._project(query)  # (B, H, T, D) each
         cache = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
         if cache:
             k, v, padding = self._append(cache, k, v)
@@ -69,6 +74,19 @@ class CachedSelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, D)
         return self.out_proj(merge_heads(out)).transpose(0, 1), None  # (T, B, C)
+
+    def _project(self, query):
+        """``(T, B, C)`` -> q, k, v ``(B, H, T, D)``: one product where q, k and v lie fused."""
+        fused = fused_projection(self.q_proj, self.k_proj, self.v_proj)
+        if fused is None:
+            x = query.transpose(0, 1)  # (B, T, C)
+            return tuple(split_heads(proj(x), self.num_heads) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        weight, bias = fused  # (C, 3C), (3C,)
+        length, bsz, width = query.shape
+        rows = query.reshape(length * bsz, width)  # (T * B, C)
+        qkv = torch.mm(rows, weight) if bias is None else torch.addmm(bias, rows, weight)  # (T * B, 3C)
+        qkv = qkv.view(length, bsz, 3, self.num_heads, self.head_dim)  # (T, B, 3, H, D)
+        return qkv.permute(2, 1, 3, 0, 4).unbind(0)  # 3 x (B, H, T, D)
 
     # ------------------------------------------------------------------ the cache
     def _start(self, incremental_state, k, v, key_padding_mask):

@@ -17,10 +17,18 @@ from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
+from ..modules.decoding_layout import store_transposed_, widens
 from ..modules.transformer_config import transformer_config
 from .attention import CachedSelfAttention
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
+
+
+#: Up to this many rows (a greedy step's batch), the output layer runs as ``E @ x^T``: one thread
+#: of MKL on an AMD EPYC took 3.6 ms for 2 rows by a 8000 x 768 vocabulary as ``x @ E^T`` and
+#: 2.3 ms as ``E @ x^T`` (3 rows: 5.4 and 3.0 ms; 4 rows: 3.9 and 2.2 ms), alike for one row and
+#: from 5 rows up (benchmarks/RESULTS.md, "Transformer-SM greedy").
+FEW_ROWS = 4
 
 
 class ArticleEncoder(FairseqEncoder):
@@ -168,7 +176,27 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
         return x[:, n_article:], extra  # (B, N, C)
 
     def output_layer(self, features):
-        return F.linear(features, self.embed.tokens.weight)  # (B, T, V)
+        """Logits ``(B, T, V)`` over the tied word embeddings ``(V, C)``. A decoding step's few rows
+        are multiplied as ``E @ x^T``, which MKL streams at the memory's speed where ``x @ E^T``
+        takes half as long again (:data:`FEW_ROWS`; same multiply-adds)."""
+        weight = self.embed.tokens.weight  # (V, C)
+        rows = features.numel() // features.size(-1)
+        if 1 < rows <= FEW_ROWS and weight.stride(-1) == 1:
+            logits = torch.mm(weight, features.reshape(rows, -1).t())  # (V, rows)
+            return logits.t().contiguous().view(*features.shape[:-1], -1)  # (B, T, V)
+        return F.linear(features, weight)  # (B, T, V)
+
+    def reorder_incremental_state_scripting(self, incremental_state, new_order):
+        """Beam search's reorder, called at every step (fairseq's walks every module and each
+        cache compares the order): nothing when the rows keep their order, as in greedy search."""
+        cache = self.layers[0].self_attn._get_input_buffer(incremental_state)
+        rows = new_order.numel()
+        if cache and cache["key"].size(0) == rows and torch.equal(
+            new_order, torch.arange(rows, device=new_order.device)
+        ):
+            return
+        for layer in self.layers:
+            layer.self_attn.reorder_incremental_state(incremental_state, new_order)
 
     def _has_cache(self, incremental_state):
         """Whether the article is already in this decoding run's key/value cache."""
@@ -199,15 +227,57 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
 
 class GPTBlock(TransformerDecoderLayerBase):
     """fairseq's decoder block (no encoder attention) with :class:`CachedSelfAttention` and, for
-    GPT's tanh GELU, torch's own kernel of the same formula."""
+    GPT's tanh GELU, torch's own kernel of the same formula.
+
+    The parameters are fairseq's block's (same names); :meth:`forward` is its computation for
+    the options this block has (pre- or post-LN, no encoder attention, none of NormFormer's
+    extra scales), without the branches for the others: a decoding step runs every block once
+    per token, where those branches were a measurable share of the step.
+    """
 
     def __init__(self, cfg, no_encoder_attn=True):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn)
         if cfg.activation_fn == "gelu_accurate":
             self.activation_fn = functools.partial(F.gelu, approximate="tanh")
+        extras = [name for name in ("c_attn", "attn_ln", "ffn_layernorm", "w_resid", "encoder_attn")
+                  if getattr(self, name, None) is not None]
+        if extras or self.cross_self_attention:
+            raise ValueError(f"a GPT block has no {extras or ['cross-self-attention']}")
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
         return CachedSelfAttention(embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout)
+
+    def make_generation_fast_(self, need_attn=False, **kwargs):
+        """fairseq's, and the feed-forward weights laid out for decoding's few rows
+        (:mod:`..modules.decoding_layout`); the attention lays out its own."""
+        super().make_generation_fast_(need_attn=need_attn, **kwargs)
+        for linear in (self.fc1, self.fc2):
+            if widens(linear):
+                store_transposed_(linear)
+
+    def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
+                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None,
+                self_attn_padding_mask=None, need_attn=False, need_head_weights=False):
+        """``x`` ``(T, B, C)`` -> ``(T, B, C)``, fairseq's ``(x, attn, None)``; ``attn`` is None
+        (fused attention keeps no weights)."""
+        if encoder_out is not None or prev_self_attn_state is not None or prev_attn_state is not None:
+            raise ValueError("a GPT block attends to its own row only (no encoder states, no given cache)")
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
+                              incremental_state=incremental_state, attn_mask=self_attn_mask)
+        x = self.residual_connection(self.dropout_module(x), residual)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        residual = x
+        if self.normalize_before:
+            x = self.final_layer_norm(x)
+        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
+        x = self.residual_connection(self.dropout_module(self.fc2(x)), residual)
+        if not self.normalize_before:
+            x = self.final_layer_norm(x)
+        return x, None, None
 
 
 def _shared_prefill(encoder_out, prev_output_tokens):

@@ -406,15 +406,19 @@ def test_a_beam_s_rows_share_one_prefill(task, monkeypatch):
 
 
 @pytest.mark.parametrize("article_length", [1, 2, 9, 23])
-def test_greedy_decoding_writes_what_gpt2_writes_on_the_same_weights(task, article_length):
+@pytest.mark.parametrize("laid_out", [False, True])
+def test_greedy_decoding_writes_what_gpt2_writes_on_the_same_weights(task, article_length, laid_out):
     """fairseq-generate's greedy search over our model equals HF ``GPT2LMHeadModel.generate`` on the
     same (perturbed) weights: GPT-2's configuration (pre-LN, tanh GELU, continuing positions, no
-    source embeddings), articles from one token up."""
+    source embeddings), articles from one token up; also once prepared for inference as
+    fairseq-generate prepares it (the decoding layout)."""
     from benchmarks.peers.transformer_sm import hf_from_ours
 
     model = perturb_parameters(make_model(task, normalize_before=True, activation_fn="gelu_accurate",
                                           no_source_embeddings=True, summary_positions="continue"), seed=9)
     hf = hf_from_ours(model, len(task.target_dictionary))
+    if laid_out:
+        prepared(model)
     article, _, _ = make_batch(task, article_lengths=(article_length, article_length), seed=article_length)
     length = 12
     generator = task.build_generator([model], Namespace(beam=1, min_len=length, max_len_a=0, max_len_b=length))
@@ -426,3 +430,76 @@ def test_greedy_decoding_writes_what_gpt2_writes_on_the_same_weights(task, artic
                              min_new_tokens=length, max_new_tokens=length,
                              suppress_tokens=[task.target_dictionary.pad()])
     assert ours == theirs[:, prompt.size(1):].tolist()
+
+
+def prepared(model):
+    """``model`` as fairseq-generate, -interactive and the hub hand it to decoding."""
+    model.prepare_for_inference_(Namespace(generation=Namespace(beam=1)))
+    return model
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+def test_the_decoding_layout_changes_no_score(task, normalize_before):
+    """``prepare_for_inference_`` lays the weights out for decoding's few rows (q, k, v fused, the
+    widening weights transposed in memory) and the model computes what it computed: the same
+    parameters, the same full-forward logits, greedy and beam-3 hypotheses and scores through
+    fairseq's generator, steps of one and several rows (articles from one token up)."""
+    import copy
+
+    model = perturb_parameters(make_model(task, normalize_before=normalize_before, ffn_embed_dim=48), seed=21)
+    fast = prepared(copy.deepcopy(model))
+    attention = fast.decoder.layers[0].self_attn
+    assert attention.q_proj.weight.stride() == (1, 3 * attention.embed_dim)  # laid out, not a no-op
+    assert fast.decoder.layers[0].fc1.weight.stride() == (1, 48)
+    assert fast.decoder.layers[0].fc2.weight.is_contiguous()  # narrowing: left as it is
+    for name, value in model.state_dict().items():
+        assert torch.equal(fast.state_dict()[name], value), name
+    article, prev, _ = make_batch(task, article_lengths=(10, 1, 4), summary_lengths=(6, 3, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(fast(article, None, prev)[0], model(article, None, prev)[0], atol=1e-5, rtol=1e-5)
+    sample = {"net_input": {"src_tokens": article, "src_lengths": article.ne(1).sum(1)}, "id": torch.arange(3)}
+    for beam in (1, 3):
+        args = Namespace(beam=beam, min_len=2, max_len_a=0, max_len_b=10)
+        slow_hyps = task.inference_step(task.build_generator([model], args), [model], sample)
+        fast_hyps = task.inference_step(task.build_generator([fast], args), [fast], sample)
+        for slow, quick in zip(slow_hyps, fast_hyps):
+            assert [h["tokens"].tolist() for h in slow] == [h["tokens"].tolist() for h in quick]
+            torch.testing.assert_close(torch.stack([h["score"] for h in quick]),
+                                       torch.stack([h["score"] for h in slow]), atol=1e-5, rtol=1e-5)
+
+
+def test_a_laid_out_model_converted_to_another_dtype_still_decodes_its_scores(task):
+    """After ``.double()`` (as a hub user may call), each parameter is its own tensor again and the
+    attention projects q, k and v one by one: the same scores as the model converted unlaid."""
+    import copy
+
+    model = perturb_parameters(make_model(task), seed=22)
+    fast = prepared(copy.deepcopy(model)).double()
+    article, prev, _ = make_batch(task)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(article, None, prev)[0], model.double()(article, None, prev)[0])
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+def test_a_gpt_block_computes_fairseq_s_decoder_block(task, normalize_before):
+    """The block's own forward (no branches for options it lacks) against fairseq's
+    ``TransformerDecoderLayerBase.forward`` on the same block: a padded causal row, then two
+    cached steps."""
+    from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
+
+    from fairseq_ext.transformer_sm import causal_mask
+
+    model = perturb_parameters(make_model(task, normalize_before=normalize_before), seed=23)
+    block = model.decoder.layers[1]
+    x = torch.randn(7, 3, 32)  # (T, B, C)
+    padding = torch.zeros(3, 7, dtype=torch.bool)
+    padding[2, 3:] = True  # a short row: padded keys in the first chunk
+    ours_state, theirs_state = {}, {}
+    with torch.no_grad():
+        for t, rows in ((0, slice(0, 5)), (5, slice(5, 6)), (6, slice(6, 7))):
+            length = rows.stop - rows.start
+            mask = causal_mask(length) if t == 0 else None
+            kwargs = dict(self_attn_mask=mask, self_attn_padding_mask=padding[:, rows] if t == 0 else None)
+            ours = block(x[rows], incremental_state=ours_state, **kwargs)[0]
+            theirs = TransformerDecoderLayerBase.forward(block, x[rows], incremental_state=theirs_state, **kwargs)[0]
+            torch.testing.assert_close(ours, theirs, atol=0, rtol=0)

@@ -1,0 +1,83 @@
+"""Linear weights laid out in memory for decoding's few rows (same values, same shapes).
+
+A decoding step multiplies a handful of rows (batch x beam) by every weight of the model, so
+its time is the time to stream the weights from memory; how fast the matrix library streams
+them depends on how they lie. ``nn.Linear`` keeps its weight as ``(out, in)`` rows and computes
+``x @ W^T``; stored as its transpose instead (a ``(in, out)`` buffer seen as ``(out, in)``,
+GPT-2's ``Conv1D`` layout), the same product is a plain ``x @ B``. Measured with one thread on
+an AMD EPYC and torch's MKL (``benchmarks/RESULTS.md``, "Transformer-SM greedy"), two rows
+by a 768 x 3072 weight run at 7.7 GB/s as ``(out, in)`` and 11.2 GB/s as ``(in, out)``, while
+the narrowing 3072 x 768 weight runs faster as it is (10.7 against 7.9 GB/s): so a weight is
+re-laid only where it widens or keeps the width (``in <= out``). Projections that read the
+same input (attention's q, k and v) become column blocks of one ``(in, q + k + v)`` buffer, one
+product instead of three.
+
+Nothing is computed differently: the parameters keep their names, shapes and values (views of
+the new buffers), ``state_dict`` and ``load_state_dict`` see the same tensors, and the products
+are the same multiply-adds in another kernel's order (last-bit rounding). Used by
+``make_generation_fast_`` (fairseq-generate, -interactive and the hub call it through
+``prepare_for_inference_``), after which fairseq refuses to train the model.
+"""
+
+import torch
+import torch.nn as nn
+
+
+def widens(linear: nn.Linear) -> bool:
+    """Whether ``linear`` keeps or widens the width (``in <= out``), the products that stream
+    faster from the transposed layout."""
+    return linear.in_features <= linear.out_features
+
+
+def store_transposed_(linear: nn.Linear):
+    """Keep ``linear``'s weight as an ``(in, out)`` buffer seen as its ``(out, in)`` shape."""
+    with torch.no_grad():
+        linear.weight.data = linear.weight.data.t().contiguous().t()
+
+
+def fuse_projections_(*linears: nn.Linear):
+    """Rebind the weights (and biases) of ``linears``, which all read the same input, as column
+    blocks of one ``(in, sum of outs)`` buffer (one ``(sum of outs,)`` bias), in order."""
+    with torch.no_grad():
+        weight = torch.cat([linear.weight.t() for linear in linears], dim=1).contiguous()  # (in, sum out)
+        has_bias = [linear.bias is not None for linear in linears]
+        if any(has_bias) and not all(has_bias):
+            raise ValueError("projections fuse only when all or none have a bias")
+        bias = torch.cat([linear.bias for linear in linears]) if all(has_bias) else None
+        start = 0
+        for linear in linears:
+            end = start + linear.out_features
+            linear.weight.data = weight[:, start:end].t()
+            if bias is not None:
+                linear.bias.data = bias[start:end]
+            start = end
+
+
+def fused_projection(*linears: nn.Linear):
+    """``(weight (in, sum of outs), bias or None)`` when ``linears`` still lie as
+    :func:`fuse_projections_` left them, else ``None`` (after ``.half()``, ``.to()`` or any
+    rebinding each parameter has its own tensor again, and the caller runs them one by one)."""
+    first = linears[0].weight
+    total = sum(linear.out_features for linear in linears)
+    if first.dim() != 2 or first.stride() != (1, total):
+        return None
+    item, offset = first.element_size(), 0
+    for linear in linears:
+        w = linear.weight
+        if (w.dtype != first.dtype or w.device != first.device or w.stride() != (1, total)
+                or w.data_ptr() != first.data_ptr() + offset * item):
+            return None
+        offset += linear.out_features
+    weight = first.as_strided((first.size(1), total), (total, 1))  # (in, sum out)
+    biases = [linear.bias for linear in linears]
+    if all(b is None for b in biases):
+        return weight, None
+    if any(b is None for b in biases):
+        return None
+    b0, offset = biases[0], 0
+    for b, linear in zip(biases, linears):
+        if (b.dtype != first.dtype or b.device != first.device or b.stride() != (1,)
+                or b.data_ptr() != b0.data_ptr() + offset * b.element_size()):
+            return None
+        offset += linear.out_features
+    return weight, b0.as_strided((total,), (1,))
