@@ -39,3 +39,16 @@ def keep_freed_memory() -> bool:
     if not _applied:
         logger.debug("glibc refused the mmap/trim thresholds; the allocator keeps its defaults")
     return _applied
+
+
+def release_freed_memory() -> bool:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim(0)``, which also
+    releases whole free pages inside the heap); returns whether anything was released.
+
+    For one-off reshuffles of large buffers (a model's weights laid out for decoding): with the
+    thresholds above, the buffers they replace would stay resident as holes in the heap.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    return bool(libc.malloc_trim(0))

@@ -155,6 +155,9 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
             padding_mask = tokens.eq(self.padding_idx)  # (B, M + N)
             if not padding_mask.any():
                 padding_mask = None
+            if incremental_state is not None:  # every layer's cache before the prompt's buffers
+                for layer in self.layers:
+                    layer.self_attn.reserve(incremental_state, tokens.size(0), tokens.size(1), x.dtype, x.device)
 
         x = x.transpose(0, 1)  # (T, B, C)
         # every layer's output, as fairseq's decoders give it, outside decoding only: a decoding

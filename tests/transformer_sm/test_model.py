@@ -370,9 +370,13 @@ def test_generation_starts_from_the_delimiter_and_blocks_trigrams(task):
 
 
 @pytest.mark.parametrize("article_length", [1, 2, 5])
-def test_the_cache_grows_past_its_first_room(task, article_length):
-    """The cache starts with room for twice the prefill; summaries four times longer than a short
-    article make it grow (twice for a 1-token article) with the scores of one full pass."""
+def test_the_cache_grows_past_its_first_room(task, article_length, monkeypatch):
+    """The cache starts with room for ``spare`` positions after the prefill and grows by as many
+    when full; with 3 of room, a 20-token summary makes it grow six times, with the scores of one
+    full pass."""
+    from fairseq_ext.transformer_sm.attention import CachedSelfAttention
+
+    monkeypatch.setattr(CachedSelfAttention, "spare", 3)
     model = perturb_parameters(make_model(task, summary_positions="continue"), seed=7)
     article, prev, _ = make_batch(task, article_lengths=(article_length, 1), summary_lengths=(20, 13), seed=3)
     with torch.no_grad():
@@ -503,3 +507,33 @@ def test_a_gpt_block_computes_fairseq_s_decoder_block(task, normalize_before):
             ours = block(x[rows], incremental_state=ours_state, **kwargs)[0]
             theirs = TransformerDecoderLayerBase.forward(block, x[rows], incremental_state=theirs_state, **kwargs)[0]
             torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+
+
+def test_every_layer_s_cache_is_reserved_before_the_prompt_runs(task):
+    """The decoder sets every layer's cache aside before its first layer runs the prompt (so the
+    prompt's passing buffers are not allocated between caches), each layer's cache is the buffer
+    reserved for it, with ``spare`` positions of room after the prompt."""
+    from fairseq_ext.transformer_sm.attention import CACHE, RESERVED
+
+    model = make_model(task, layers=3)
+    article, prev, _ = make_batch(task)
+    reserved_when_the_first_layer_ran, reserved_buffers = [], []
+
+    def first_layer_runs(module, args, kwargs):
+        state = kwargs["incremental_state"]
+        for layer in model.decoder.layers:
+            buffers = layer.self_attn.get_incremental_state(state, RESERVED)
+            reserved_when_the_first_layer_ran.append(bool(buffers))
+            reserved_buffers.append(buffers["key"].data_ptr() if buffers else None)
+
+    hook = model.decoder.layers[0].register_forward_pre_hook(first_layer_runs, with_kwargs=True)
+    state = {}
+    with torch.no_grad():
+        model.decoder(prev[:, :1], model.encoder(article), incremental_state=state)
+    hook.remove()
+    assert reserved_when_the_first_layer_ran == [True] * 3
+    for layer, pointer in zip(model.decoder.layers, reserved_buffers):
+        cache = layer.self_attn.get_incremental_state(state, CACHE)
+        assert cache["key"].data_ptr() == pointer
+        assert cache["key"].size(2) == article.size(1) + 1 + layer.self_attn.spare
+        assert not layer.self_attn.get_incremental_state(state, RESERVED)  # handed over, not kept twice

@@ -14,6 +14,7 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from omegaconf import II
 
+from fairseq_ext.allocator import release_freed_memory
 from fairseq_ext.transformer_sm.layout import POSITION_MODES
 from fairseq_ext.transformer_sm.model import ArticleEncoder, TransformerSMDecoder
 
@@ -101,6 +102,13 @@ class TransformerSMModel(FairseqEncoderDecoderModel):
     def forward(self, src_tokens, src_lengths, prev_output_tokens, article_logits=False, **kwargs):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out, article_logits=article_logits, **kwargs)
+
+    def make_generation_fast_(self, **kwargs):
+        """fairseq's (each module lays its weights out for decoding, see
+        ``fairseq_ext/modules/decoding_layout.py``), then the heap's pages that the replaced
+        buffers leave are handed back, so that the layout costs no resident memory."""
+        super().make_generation_fast_(**kwargs)
+        release_freed_memory()
 
     def max_decoder_positions(self):
         return min(self.cfg.max_target_positions, self.decoder.summary_capacity(self.cfg.max_source_positions))
