@@ -23,7 +23,6 @@ from .attention import CachedSelfAttention
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
 
-
 #: Up to this many rows (a greedy step's batch), the output layer runs as ``E @ x^T``: one thread
 #: of MKL on an AMD EPYC took 3.6 ms for 2 rows by a 8000 x 768 vocabulary as ``x @ E^T`` and
 #: 2.3 ms as ``E @ x^T`` (3 rows: 5.4 and 3.0 ms; 4 rows: 3.9 and 2.2 ms), alike for one row and
