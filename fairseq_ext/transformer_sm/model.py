@@ -18,6 +18,7 @@ from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..modules.decoding_layout import store_transposed_, widens
+from ..modules.residual import feed_forward, residual_sublayer
 from ..modules.transformer_config import transformer_config
 from .attention import CachedSelfAttention
 from .embedding import JointEmbedding
@@ -264,21 +265,13 @@ class GPTBlock(TransformerDecoderLayerBase):
         (fused attention keeps no weights)."""
         if encoder_out is not None or prev_self_attn_state is not None or prev_attn_state is not None:
             raise ValueError("a GPT block attends to its own row only (no encoder states, no given cache)")
-        residual = x
-        if self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
-                              incremental_state=incremental_state, attn_mask=self_attn_mask)
-        x = self.residual_connection(self.dropout_module(x), residual)
-        if not self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-        residual = x
-        if self.normalize_before:
-            x = self.final_layer_norm(x)
-        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
-        x = self.residual_connection(self.dropout_module(self.fc2(x)), residual)
-        if not self.normalize_before:
-            x = self.final_layer_norm(x)
+
+        def attend(h):
+            return self.self_attn(query=h, key=h, value=h, key_padding_mask=self_attn_padding_mask,
+                                  incremental_state=incremental_state, attn_mask=self_attn_mask)[0]
+
+        x = residual_sublayer(self, x, self.self_attn_layer_norm, attend)
+        x = residual_sublayer(self, x, self.final_layer_norm, lambda h: feed_forward(self, h))
         return x, None, None
 
 

@@ -16,6 +16,7 @@ from torch import nn
 from ..modules.alignment import gather_time, real_tokens_first
 from ..modules.checkpointing import checkpointed
 from ..modules.relative_position import deberta_distance_index
+from ..modules.residual import feed_forward, residual_sublayer
 from .disentangled_attention import DisentangledSelfAttention
 from .fie import merge_chunks, split_chunks
 
@@ -40,22 +41,9 @@ class DisentangledEncoderLayer(TransformerEncoderLayerBase):
 
     def forward(self, x, padding_mask, rel_embeddings, distance_index):
         """x (B, T, C), padding_mask (B, T) True at padding, distance_index (2T-1,) -> (B, T, C)."""
-        residual = x
-        if self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-        x = self.self_attn(x, padding_mask, rel_embeddings, distance_index)
-        x = residual + self.dropout_module(x)
-        if not self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-
-        residual = x
-        if self.normalize_before:
-            x = self.final_layer_norm(x)
-        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
-        x = residual + self.dropout_module(self.fc2(x))
-        if not self.normalize_before:
-            x = self.final_layer_norm(x)
-        return x
+        x = residual_sublayer(self, x, self.self_attn_layer_norm,
+                              lambda h: self.self_attn(h, padding_mask, rel_embeddings, distance_index))
+        return residual_sublayer(self, x, self.final_layer_norm, lambda h: feed_forward(self, h))
 
 
 class ZCodeEncoder(TransformerEncoderBase):
