@@ -30,18 +30,18 @@ RESERVED = "reserved"
 
 @with_incremental_state
 class CachedSelfAttention(nn.Module):
-    #: Positions of room after the keys written so far, when the cache starts and when it grows:
-    #: a summary's worth, so that a decoding run's keys are copied once every 64 steps and the
-    #: unwritten room stays small (with the plugin's allocator a buffer comes from the heap,
-    #: whose pages may already be resident, so room that is never written still costs memory).
-    spare = 64
-
     """Causal self-attention over ``(T, B, C)`` inputs (fairseq's layout) with an in-place cache.
 
     ``attn_mask`` is additive ``(T, T)`` (the causal mask of :func:`.layout.causal_mask`) and
     ``key_padding_mask`` ``(B, T)`` is True at padding; once a decoding run has its cache, the
     padding of the keys it holds stays in the cache and new queries see every cached key.
     """
+
+    #: Positions of room after the keys written so far, when the cache starts and when it grows:
+    #: a summary's worth, so that a decoding run's keys are copied once every 64 steps and the
+    #: unwritten room stays small (with the plugin's allocator a buffer comes from the heap,
+    #: whose pages may already be resident, so room that is never written still costs memory).
+    spare = 64
 
     def __init__(self, embed_dim, num_heads, dropout=0.0):
         super().__init__()
