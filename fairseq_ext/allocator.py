@@ -8,7 +8,7 @@ win; other C libraries are left alone.
 """
 
 import ctypes
-import ctypes.util
+import functools
 import logging
 import os
 import platform
@@ -30,9 +30,9 @@ def keep_freed_memory() -> bool:
     if _applied is not None:
         return _applied
     _applied = False
-    if platform.libc_ver()[0] != "glibc" or any(name in os.environ for name in USER_SETTINGS):
+    libc = _glibc()
+    if libc is None or any(name in os.environ for name in USER_SETTINGS):
         return _applied
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     _applied = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
         libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
     )
@@ -48,7 +48,12 @@ def release_freed_memory() -> bool:
     For one-off reshuffles of large buffers (a model's weights laid out for decoding): with the
     thresholds above, the buffers they replace would stay resident as holes in the heap.
     """
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    return bool(libc.malloc_trim(0))
+    libc = _glibc()
+    return libc is not None and bool(libc.malloc_trim(0))
+
+
+@functools.cache
+def _glibc():
+    """glibc's functions as the process already has them (``CDLL(None)``: no search for the
+    library, which runs ``ldconfig``), or ``None`` on another C library."""
+    return ctypes.CDLL(None) if platform.libc_ver()[0] == "glibc" else None

@@ -329,10 +329,10 @@ def _into_memory(module, mapped):
             storages[(first, past)].append((owner, kind, name, tensor))
     for (first, past), slots in storages.items():
         alone = len({id(tensor) for *_, tensor in slots}) == 1
+        drop = (lambda a, b: _drop(libc, a, b, page)) if alone else (lambda a, b: None)
         copies = {}
         for *_, tensor in slots:
             if id(tensor) not in copies:
-                drop = (lambda a, b: _drop(libc, a, b, page)) if alone else (lambda a, b: None)
                 data = _copy_out(tensor.detach(), drop)
                 if isinstance(tensor, torch.nn.Parameter):
                     data = torch.nn.Parameter(data, requires_grad=tensor.requires_grad)

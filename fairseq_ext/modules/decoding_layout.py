@@ -57,27 +57,28 @@ def fused_projection(*linears: nn.Linear):
     """``(weight (in, sum of outs), bias or None)`` when ``linears`` still lie as
     :func:`fuse_projections_` left them, else ``None`` (after ``.half()``, ``.to()`` or any
     rebinding each parameter has its own tensor again, and the caller runs them one by one)."""
-    first = linears[0].weight
-    total = sum(linear.out_features for linear in linears)
-    if first.dim() != 2 or first.stride() != (1, total):
+    sizes = [linear.out_features for linear in linears]
+    total = sum(sizes)
+    weights = [linear.weight for linear in linears]
+    if weights[0].dim() != 2 or not _one_run(weights, sizes, (1, total), weights[0]):
         return None
-    item, offset = first.element_size(), 0
-    for linear in linears:
-        w = linear.weight
-        if (w.dtype != first.dtype or w.device != first.device or w.stride() != (1, total)
-                or w.data_ptr() != first.data_ptr() + offset * item):
-            return None
-        offset += linear.out_features
-    weight = first.as_strided((first.size(1), total), (total, 1))  # (in, sum out)
+    weight = weights[0].as_strided((weights[0].size(1), total), (total, 1))  # (in, sum out)
     biases = [linear.bias for linear in linears]
     if all(b is None for b in biases):
         return weight, None
-    if any(b is None for b in biases):
+    if any(b is None for b in biases) or not _one_run(biases, sizes, (1,), weights[0]):
         return None
-    b0, offset = biases[0], 0
-    for b, linear in zip(biases, linears):
-        if (b.dtype != first.dtype or b.device != first.device or b.stride() != (1,)
-                or b.data_ptr() != b0.data_ptr() + offset * b.element_size()):
-            return None
-        offset += linear.out_features
-    return weight, b0.as_strided((total,), (1,))
+    return weight, biases[0].as_strided((total,), (1,))
+
+
+def _one_run(tensors, sizes, stride, like):
+    """Whether ``tensors`` (each with ``stride`` and ``like``'s dtype and device) lie one after
+    another in memory, ``sizes[i]`` elements of the run apart (columns of one buffer, or one
+    vector's pieces)."""
+    start, offset = tensors[0].data_ptr(), 0
+    for tensor, size in zip(tensors, sizes):
+        if (tensor.dtype != like.dtype or tensor.device != like.device or tensor.stride() != stride
+                or tensor.data_ptr() != start + offset * tensor.element_size()):
+            return False
+        offset += size
+    return True

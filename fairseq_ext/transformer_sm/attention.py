@@ -159,8 +159,7 @@ class CachedSelfAttention(nn.Module):
         cache = self._get_input_buffer(incremental_state)
         if not cache:
             return incremental_state
-        rows = cache["key"].size(0)
-        if new_order.numel() == rows and torch.equal(new_order, torch.arange(rows, device=new_order.device)):
+        if keeps_order(cache, new_order):
             return incremental_state  # greedy search, or no beam moved: nothing to copy
         length = int(cache["length"])
         for name in ("key", "value"):  # the keys written so far, not the room to spare after them
@@ -177,6 +176,12 @@ class CachedSelfAttention(nn.Module):
 
     def _set_input_buffer(self, incremental_state, buffer):
         return self.set_incremental_state(incremental_state, CACHE, buffer)
+
+
+def keeps_order(cache, new_order):
+    """Whether a reorder to ``new_order`` leaves ``cache``'s rows as they are (the identity)."""
+    rows = cache["key"].size(0)
+    return new_order.numel() == rows and torch.equal(new_order, torch.arange(rows, device=new_order.device))
 
 
 def _padding_bias(padding, dtype):

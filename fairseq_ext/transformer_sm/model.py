@@ -20,7 +20,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from ..modules.decoding_layout import store_transposed_, widens
 from ..modules.residual import feed_forward, residual_sublayer
 from ..modules.transformer_config import transformer_config
-from .attention import CachedSelfAttention
+from .attention import CachedSelfAttention, keeps_order
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
 
@@ -193,10 +193,7 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
         """Beam search's reorder, called at every step (fairseq's walks every module and each
         cache compares the order): nothing when the rows keep their order, as in greedy search."""
         cache = self.layers[0].self_attn._get_input_buffer(incremental_state)
-        rows = new_order.numel()
-        if cache and cache["key"].size(0) == rows and torch.equal(
-            new_order, torch.arange(rows, device=new_order.device)
-        ):
+        if cache and keeps_order(cache, new_order):
             return
         for layer in self.layers:
             layer.self_attn.reorder_incremental_state(incremental_state, new_order)

@@ -5,6 +5,7 @@ norms, incremental decoding == one forward pass over the joint sequence, padding
 DAT == a plain language-model loss over the joint row, ETT == label-smoothed cross-entropy.
 """
 
+import copy
 from argparse import Namespace
 
 import numpy as np
@@ -448,8 +449,6 @@ def test_the_decoding_layout_changes_no_score(task, normalize_before):
     widening weights transposed in memory) and the model computes what it computed: the same
     parameters, the same full-forward logits, greedy and beam-3 hypotheses and scores through
     fairseq's generator, steps of one and several rows (articles from one token up)."""
-    import copy
-
     model = perturb_parameters(make_model(task, normalize_before=normalize_before, ffn_embed_dim=48), seed=21)
     fast = prepared(copy.deepcopy(model))
     attention = fast.decoder.layers[0].self_attn
@@ -475,8 +474,6 @@ def test_the_decoding_layout_changes_no_score(task, normalize_before):
 def test_a_laid_out_model_converted_to_another_dtype_still_decodes_its_scores(task):
     """After ``.double()`` (as a hub user may call), each parameter is its own tensor again and the
     attention projects q, k and v one by one: the same scores as the model converted unlaid."""
-    import copy
-
     model = perturb_parameters(make_model(task), seed=22)
     fast = prepared(copy.deepcopy(model)).double()
     article, prev, _ = make_batch(task)
