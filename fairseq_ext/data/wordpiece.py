@@ -13,9 +13,6 @@ through it); :class:`WordPieceCodec` is the text codec of such data.
 
 from pathlib import Path
 
-import torch
-from fairseq.data import Dictionary
-
 from ..noising.symbols import BERT_MASK, MASK
 
 #: fairseq special symbol -> the BERT token that plays it (fairseq's order: bos, pad, eos, unk).
@@ -59,6 +56,9 @@ def read_vocab(path):
 def bert_dictionary(tokens):
     """The fairseq :class:`Dictionary` of ``tokens`` (:func:`read_vocab`): BERT's specials in
     fairseq's special slots (named by their BERT tokens), every other token in id order."""
+    # imported here, not above: the scripts' helpers (minilm_dir, join_pieces) start without torch
+    from fairseq.data import Dictionary
+
     roles = dict(zip(("bos", "pad", "eos", "unk"), BERT_SPECIALS.values()))
     dictionary = Dictionary(**roles)
     for token in tokens:
@@ -82,6 +82,8 @@ def token_map(symbols, vocab, names=None):
     symbol, ``-1`` where the vocabulary has no such token. ``names`` renames fairseq symbols
     to the vocabulary's tokens first (default :data:`BERT_NAMES`); other symbols are looked up
     as they are."""
+    import torch  # here, not above (see bert_dictionary)
+
     names = BERT_NAMES if names is None else names
     return torch.tensor([vocab.get(names.get(symbol, symbol), -1) for symbol in symbols], dtype=torch.long)
 

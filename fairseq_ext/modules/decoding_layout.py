@@ -8,9 +8,15 @@ GPT-2's ``Conv1D`` layout), the same product is a plain ``x @ B``. Measured with
 an AMD EPYC and torch's MKL (``benchmarks/RESULTS.md``, "Transformer-SM greedy"), two rows
 by a 768 x 3072 weight run at 7.7 GB/s as ``(out, in)`` and 11.2 GB/s as ``(in, out)``, while
 the narrowing 3072 x 768 weight runs faster as it is (10.7 against 7.9 GB/s): so a weight is
-re-laid only where it widens or keeps the width (``in <= out``). Projections that read the
-same input (attention's q, k and v) become column blocks of one ``(in, q + k + v)`` buffer, one
-product instead of three.
+re-laid only where it widens or keeps the width (``in <= out``). That is a property of the
+machine, not of the product: on an Intel Xeon where torch's kernels run AVX-512, the same
+two rows by 768 x 3072 ran at 10.9 GB/s transposed and 11.4 as nn.Linear keeps it, 768 x 2304
+at 12.3 and 17.4, and Transformer-SM's greedy decoding took 4.96 s laid out and 4.51 s as it
+was; so weights are transposed only where torch's CPU kernels run AVX2
+(:func:`transposed_layout_pays`), the machine they were measured faster on. Projections that
+read the same input (attention's q, k and v) become column blocks of one ``(in, q + k + v)``
+buffer, one product instead of three (on the Xeon as fast as three products, 4.51 against
+4.33-4.61 s).
 
 Nothing is computed differently: the parameters keep their names, shapes and values (views of
 the new buffers), ``state_dict`` and ``load_state_dict`` see the same tensors, and the products
@@ -23,10 +29,23 @@ import torch
 import torch.nn as nn
 
 
+def transposed_layout_pays() -> bool:
+    """Whether few rows stream faster from transposed weights on this machine: where torch's CPU
+    kernels run AVX2 (an AMD EPYC, measured), not AVX-512 (an Intel Xeon, measured: slower there;
+    the module's docstring). One answer per machine, so that a machine decodes the same bits
+    every run."""
+    return torch.backends.cpu.get_cpu_capability() == "AVX2"
+
+
 def widens(linear: nn.Linear) -> bool:
     """Whether ``linear`` keeps or widens the width (``in <= out``), the products that stream
-    faster from the transposed layout."""
+    faster from the transposed layout where :func:`transposed_layout_pays`."""
     return linear.in_features <= linear.out_features
+
+
+def transpose_pays(linear: nn.Linear) -> bool:
+    """Whether to :func:`store_transposed_` ``linear`` for decoding on this machine."""
+    return widens(linear) and transposed_layout_pays()
 
 
 def store_transposed_(linear: nn.Linear):

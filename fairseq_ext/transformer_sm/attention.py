@@ -19,7 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 
-from ..modules.decoding_layout import fuse_projections_, fused_projection, store_transposed_, widens
+from ..modules import decoding_layout
+from ..modules.decoding_layout import fuse_projections_, fused_projection, store_transposed_
 from ..modules.multihead import merge_heads, split_heads
 
 #: The cache's name in fairseq's incremental state (one entry per attention module).
@@ -64,9 +65,10 @@ class CachedSelfAttention(nn.Module):
 
     def make_generation_fast_(self, **kwargs):
         """Lay the projections out for decoding's few rows (:mod:`..modules.decoding_layout`):
-        q, k and v as one ``(C, 3C)`` product, the output projection as ``(C, C)``."""
+        q, k and v as one ``(C, 3C)`` product, the output projection as ``(C, C)`` where that pays
+        on this machine."""
         fuse_projections_(self.q_proj, self.k_proj, self.v_proj)
-        if widens(self.out_proj):
+        if decoding_layout.transpose_pays(self.out_proj):
             store_transposed_(self.out_proj)
 
     def forward(self, query, key=None, value=None, key_padding_mask=None, incremental_state=None,

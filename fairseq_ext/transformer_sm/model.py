@@ -17,17 +17,20 @@ from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
 from fairseq.modules import LayerNorm
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
-from ..modules.decoding_layout import store_transposed_, widens
+from ..modules import decoding_layout
+from ..modules.decoding_layout import store_transposed_
 from ..modules.residual import feed_forward, residual_sublayer
 from ..modules.transformer_config import transformer_config
 from .attention import CachedSelfAttention, keeps_order
 from .embedding import JointEmbedding
 from .layout import ARTICLE, SUMMARY, article_positions, causal_mask, summary_positions
 
-#: Up to this many rows (a greedy step's batch), the output layer runs as ``E @ x^T``: one thread
+#: Up to this many rows (a greedy step's batch), the output layer runs as ``E @ x^T`` where
+#: transposed layouts pay (:func:`..modules.decoding_layout.transposed_layout_pays`): one thread
 #: of MKL on an AMD EPYC took 3.6 ms for 2 rows by a 8000 x 768 vocabulary as ``x @ E^T`` and
 #: 2.3 ms as ``E @ x^T`` (3 rows: 5.4 and 3.0 ms; 4 rows: 3.9 and 2.2 ms), alike for one row and
-#: from 5 rows up (benchmarks/RESULTS.md, "Transformer-SM greedy").
+#: from 5 rows up; on an Intel Xeon (AVX-512) 2 rows took 2.3 ms as ``x @ E^T`` and 4.7 ms as
+#: ``E @ x^T`` (benchmarks/RESULTS.md, "Transformer-SM greedy").
 FEW_ROWS = 4
 
 
@@ -179,12 +182,13 @@ class TransformerSMDecoder(FairseqIncrementalDecoder):
         return x[:, n_article:], extra  # (B, N, C)
 
     def output_layer(self, features):
-        """Logits ``(B, T, V)`` over the tied word embeddings ``(V, C)``. A decoding step's few rows
-        are multiplied as ``E @ x^T``, which MKL streams at the memory's speed where ``x @ E^T``
-        takes half as long again (:data:`FEW_ROWS`; same multiply-adds)."""
+        """Logits ``(B, T, V)`` over the tied word embeddings ``(V, C)``. Where transposed layouts
+        pay, a decoding step's few rows are multiplied as ``E @ x^T``, which MKL streams at the
+        memory's speed there where ``x @ E^T`` takes half as long again (:data:`FEW_ROWS`; same
+        multiply-adds)."""
         weight = self.embed.tokens.weight  # (V, C)
         rows = features.numel() // features.size(-1)
-        if 1 < rows <= FEW_ROWS and weight.stride(-1) == 1:
+        if 1 < rows <= FEW_ROWS and weight.stride(-1) == 1 and decoding_layout.transposed_layout_pays():
             logits = torch.mm(weight, features.reshape(rows, -1).t())  # (V, rows)
             return logits.t().contiguous().view(*features.shape[:-1], -1)  # (B, T, V)
         return F.linear(features, weight)  # (B, T, V)
@@ -249,10 +253,11 @@ class GPTBlock(TransformerDecoderLayerBase):
 
     def make_generation_fast_(self, need_attn=False, **kwargs):
         """fairseq's, and the feed-forward weights laid out for decoding's few rows
-        (:mod:`..modules.decoding_layout`); the attention lays out its own."""
+        (:mod:`..modules.decoding_layout`, where that pays on this machine); the attention lays
+        out its own."""
         super().make_generation_fast_(need_attn=need_attn, **kwargs)
         for linear in (self.fc1, self.fc2):
-            if widens(linear):
+            if decoding_layout.transpose_pays(linear):
                 store_transposed_(linear)
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
