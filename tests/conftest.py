@@ -53,7 +53,7 @@ def pytest_collection_modifyitems(items):
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("e2e")}
     commands = {}  # docs page class -> commands its blocks start
     for item in items:
-        if item.cls is not None and item.cls.__name__.startswith("TestPage_"):
+        if item.cls is not None and item.cls.__name__.startswith("TestPage_") and hasattr(item, "callspec"):
             block = item.callspec.params["block"]
             text = block.text + "".join(block.setup)
             commands[item.cls] = commands.get(item.cls, 0) + sum(

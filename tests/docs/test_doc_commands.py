@@ -27,6 +27,10 @@ How a doc author makes a block runnable
 
   (the rest of the first line says why; the commands follow, with the same substitutions).
 
+* What a page's commands must have written is checked once its blocks ran, on the page's
+  working directory and the blocks' outputs, by its entry in ``page_checks.PAGE_CHECKS``
+  (``tests/helpers/page_checks.py``): one run of the commands serves the page and the check.
+
 * A block that truly cannot run here is skipped only by a visible comment right before it,
   with the reason, which the test reports (``pytest -rs``)::
 
@@ -50,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from page_checks import PAGE_CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -175,6 +181,7 @@ class Pages:
     def __init__(self, root):
         self.root = root
         self.workspaces, self.failed, self.built = {}, {}, {}
+        self.outputs = {}  # page -> each block's standard output, in order
 
     def workspace(self, page):
         if page not in self.workspaces:
@@ -225,6 +232,8 @@ class Pages:
                 f"{block.name}: {what} exited with {done.returncode}, as run (in {work}):\n{script}\n"
                 f"--- output (last lines) ---\n{_tail(done.stdout + done.stderr)}"
             )
+        if not setup:
+            self.outputs.setdefault(block.page, []).append(done.stdout)
 
 
 def _free_port():
@@ -280,6 +289,16 @@ def page_tests(page):
         @pytest.mark.parametrize("block", blocks, ids=[block.name for block in blocks])
         def test_block_runs(self, block, pages, record_property):
             run_block(block, pages, record_property)
+
+    if page in PAGE_CHECKS:
+        def test_what_the_page_wrote(self, pages):
+            """After the page's blocks (this method comes after them in the class)."""
+            ran = [block for block in blocks if not block.skip]
+            if page in pages.failed or len(pages.outputs.get(page, [])) != len(ran):
+                pytest.fail(f"{page}: not checked, its blocks did not all run")
+            PAGE_CHECKS[page](pages.workspace(page), pages.outputs[page])
+
+        Page.test_what_the_page_wrote = test_what_the_page_wrote
 
     Page.__name__ = Page.__qualname__ = "TestPage_" + re.sub(r"\W", "_", page)
     return Page
