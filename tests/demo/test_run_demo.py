@@ -1,6 +1,7 @@
 """The main job (``scripts/run_demo.sh``) as a newcomer runs it: the quick run twice in one folder
-(the second report must come from the second model), a failed training, and a corpus of one's
-own (``SOURCE_CORPUS=DIR``: data and run folders named from it, LEAD-3 from its test sources).
+(the second report must come from the second model), and a failed training. A corpus of one's own
+(``SOURCE_CORPUS=DIR``) goes through it in README's block, run by the docs test, which then checks
+the folders named from it and LEAD-3 from its test sources (``page_checks.check_readme``).
 
 Each run happens in a fresh working directory with the repository's code linked into it, as the
 docs test does, so ``data/`` and ``runs/`` land there.
@@ -83,40 +84,3 @@ def test_a_second_quick_run_reports_its_own_model(tmp_path):
     assert failed.returncode != 0
     assert "pre-training failed (fairseq-train exited with 2)" in failed.stderr  # argparse refuses the rate
     assert not (run / "results.md").exists() and not (run / "checkpoints").exists()
-
-
-@pytest.mark.e2e
-def test_own_corpus_through_the_main_job(tmp_path):
-    from fairseq_ext.data import load_aclsum
-    from fairseq_ext.data.surface import normalize
-
-    corpus = tmp_path / "my corpus"
-    corpus.mkdir()
-    for split in ("train", "valid", "test"):
-        data = load_aclsum(split, 4)
-        sources = [f"Own document {i} of {split}. It has a second sentence. And a third one. " + source
-                   for i, source in enumerate(data.sources)]
-        (corpus / f"{split}.source").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
-        (corpus / f"{split}.target").write_text("".join(t + "\n" for t in data.targets), encoding="utf-8")
-    work = workspace(tmp_path)
-    done = _ok(run_demo(work, SOURCE_CORPUS=str(corpus), LIMIT=""))
-
-    data, run = work / "data" / "my corpus_wp", work / "runs" / "demo-s2s_ft_copy-my corpus_wp"
-    assert (data / "bin" / "dict.source.txt").is_file() and (run / "results.md").is_file()
-    assert str(corpus) in (data / "corpus.txt").read_text()
-    lead = (run / "lead3.hyp").read_text(encoding="utf-8").splitlines()
-    assert len(lead) == 4 and all(line.startswith(f"Own document {i} of test.") for i, line in enumerate(lead))
-    assert len((run / "test.hyp").read_text().splitlines()) == 4  # one summary a document, not joined by 3
-    # the summaries in their documents' casing and spacing; ROUGE read the same words tokenized
-    summaries = (run / "test.hyp").read_text(encoding="utf-8").splitlines()
-    tokens = (run / "test.tokens.hyp").read_text(encoding="utf-8").splitlines()
-    assert ["".join(normalize(s).split()) for s in summaries] == ["".join(t.split()) for t in tokens]
-    assert summaries != tokens and all(t == t.lower() for t in tokens)
-    assert "update 1;" in done.stdout
-
-    # the same data folder name from another corpus is refused, naming what it holds
-    other = tmp_path / "elsewhere" / "my corpus"
-    other.parent.mkdir()
-    other.symlink_to(corpus)
-    refused = run_demo(work, SOURCE_CORPUS=str(other.parent / "my corpus/"), LIMIT="", DATA_DIR="")
-    assert refused.returncode != 0 and "holds other data" in refused.stderr

@@ -28,7 +28,7 @@ How a doc author makes a block runnable
   (the rest of the first line says why; the commands follow, with the same substitutions).
 
 * What a page's commands must have written is checked once its blocks ran, on the page's
-  working directory and the blocks' outputs, by its entry in ``page_checks.PAGE_CHECKS``
+  working directory and the blocks' outputs (and commands of its own), by its entry in ``page_checks.PAGE_CHECKS``
   (``tests/helpers/page_checks.py``): one run of the commands serves the page and the check.
 
 * A block that truly cannot run here is skipped only by a visible comment right before it,
@@ -147,7 +147,7 @@ def shrink(text, placeholders):
     text = re.sub(r"(^|\s)(bash scripts/run_demo\.sh)", lambda m: _with_arch(m, _demo_model(text, m.start())), text)
     for placeholder, builder in PLACEHOLDERS.items():
         if placeholder in text:
-            text = text.replace(placeholder, str(placeholders(builder)))
+            text = text.replace(placeholder, shlex.quote(str(placeholders(builder))))
     return text
 
 
@@ -194,12 +194,20 @@ class Pages:
         return self.workspaces[page]
 
     def placeholder(self, builder):
+        """The stand-in's path: the folder ``_build_<builder>`` filled, or the path it returned."""
         if builder not in self.built:
             target = self.root / "placeholders" / builder
             target.mkdir(parents=True)
-            globals()[f"_build_{builder}"](target)
-            self.built[builder] = target
+            self.built[builder] = globals()[f"_build_{builder}"](target) or target
         return self.built[builder]
+
+    def shell(self, page, script):
+        """``script`` run by bash in ``page``'s working directory as its blocks run (for a page
+        check's own commands); the finished process, whatever its exit status."""
+        env = {**os.environ, **ENVIRONMENT, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env.pop("PYTHONPATH", None)
+        return subprocess.run(["bash", "-c", script], cwd=self.workspace(page), env=env, capture_output=True,
+                              text=True, timeout=BLOCK_TIMEOUT_S)
 
     def run(self, block):
         work = self.workspace(block.page)
@@ -296,7 +304,7 @@ def page_tests(page):
             ran = [block for block in blocks if not block.skip]
             if page in pages.failed or len(pages.outputs.get(page, [])) != len(ran):
                 pytest.fail(f"{page}: not checked, its blocks did not all run")
-            PAGE_CHECKS[page](pages.workspace(page), pages.outputs[page])
+            PAGE_CHECKS[page](pages.workspace(page), pages.outputs[page], lambda script: pages.shell(page, script))
 
         Page.test_what_the_page_wrote = test_what_the_page_wrote
 
@@ -333,13 +341,21 @@ def test_substitutions_shrink_a_recipe_line():
 
 
 def _build_pair_corpus(target):
-    """A user corpus directory ({train,valid,test}.{source,target}) cut from ACLSum."""
+    """A user corpus directory ({train,valid,test}.{source,target}) cut from ACLSum, named with a
+    space (``my corpus``: names derived from it must survive); each source starts with three
+    sentences naming it (``Own document 2 of test. ...``), so that LEAD-3 shows which sources
+    it read (``page_checks.check_readme``)."""
     from fairseq_ext.data import load_aclsum
 
-    for split, source in (("train", "train"), ("valid", "valid"), ("test", "test")):
-        data = load_aclsum(source, LIMIT)
-        (target / f"{split}.source").write_text("".join(s + "\n" for s in data.sources), encoding="utf-8")
-        (target / f"{split}.target").write_text("".join(t + "\n" for t in data.targets), encoding="utf-8")
+    corpus = target / "my corpus"
+    corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        data = load_aclsum(split, LIMIT)
+        sources = [f"Own document {i} of {split}. It has a second sentence. And a third one. " + source
+                   for i, source in enumerate(data.sources)]
+        (corpus / f"{split}.source").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+        (corpus / f"{split}.target").write_text("".join(t + "\n" for t in data.targets), encoding="utf-8")
+    return corpus
 
 
 def _build_hf_deberta_v3(target):
