@@ -11,12 +11,12 @@ the narrowing 3072 x 768 weight runs faster as it is (10.7 against 7.9 GB/s): so
 re-laid only where it widens or keeps the width (``in <= out``). That is a property of the
 machine, not of the product: on an Intel Xeon where torch's kernels run AVX-512, the same
 two rows by 768 x 3072 ran at 10.9 GB/s transposed and 11.4 as nn.Linear keeps it, 768 x 2304
-at 12.3 and 17.4, and Transformer-SM's greedy decoding took 4.96 s laid out and 4.51 s as it
-was; so weights are transposed only where torch's CPU kernels run AVX2
-(:func:`transposed_layout_pays`), the machine they were measured faster on. Projections that
-read the same input (attention's q, k and v) become column blocks of one ``(in, q + k + v)``
-buffer, one product instead of three (on the Xeon as fast as three products, 4.51 against
-4.33-4.61 s).
+at 12.3 and 17.4, and Transformer-SM's greedy decoding took 3-6% longer laid out
+(``python -m benchmarks.decoding_layout``); so weights are transposed only where torch's CPU
+kernels run AVX2 (:func:`transposed_layout_pays`), the machine they were measured faster on.
+Projections that read the same input (attention's q, k and v) become column blocks of one
+``(in, q + k + v)`` buffer, one product instead of three (on the Xeon, one fused product took
+as long as the three).
 
 Nothing is computed differently: the parameters keep their names, shapes and values (views of
 the new buffers), ``state_dict`` and ``load_state_dict`` see the same tensors, and the products

@@ -28,8 +28,9 @@ How a doc author makes a block runnable
   (the rest of the first line says why; the commands follow, with the same substitutions).
 
 * What a page's commands must have written is checked once its blocks ran, on the page's
-  working directory and the blocks' outputs (and commands of its own), by its entry in ``page_checks.PAGE_CHECKS``
-  (``tests/helpers/page_checks.py``): one run of the commands serves the page and the check.
+  working directory and the blocks' outputs (and with commands of its own), by the page's entry
+  in ``page_checks.PAGE_CHECKS`` (``tests/helpers/page_checks.py``): one run of the commands
+  serves the page and the check.
 
 * A block that truly cannot run here is skipped only by a visible comment right before it,
   with the reason, which the test reports (``pytest -rs``)::
