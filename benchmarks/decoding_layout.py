@@ -13,6 +13,7 @@ which layout this machine gets and whether the two decode the same tokens.
 import argparse
 import copy
 import statistics
+from unittest import mock
 
 import torch
 
@@ -31,17 +32,9 @@ def laid_out(model, transposed):
     return model
 
 
-class _layout:
+def _layout(transposed):
     """``transposed_layout_pays`` answering ``transposed`` while the block runs."""
-
-    def __init__(self, transposed):
-        self.transposed, self.saved = transposed, decoding_layout.transposed_layout_pays
-
-    def __enter__(self):
-        decoding_layout.transposed_layout_pays = lambda: self.transposed
-
-    def __exit__(self, *exc):
-        decoding_layout.transposed_layout_pays = self.saved
+    return mock.patch.object(decoding_layout, "transposed_layout_pays", lambda: transposed)
 
 
 def main(argv=None):
@@ -65,8 +58,7 @@ def main(argv=None):
 
         runs.append(timed)
         outputs.append(out)
-    rounds = []
-    interleaved(runs, args.warmup, args.repeats, reduce=lambda times: rounds.append(times) or statistics.median(times))
+    rounds = interleaved(runs, args.warmup, args.repeats, reduce=list)  # each layout's seconds, round by round
     machine = "transposed" if decoding_layout.transposed_layout_pays() else "as nn.Linear keeps them"
     print(f"torch {torch.__version__}, {args.threads} thread(s), CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()} (this machine: {machine}); greedy, {batch} x "
@@ -77,6 +69,7 @@ def main(argv=None):
     ratio = statistics.median(rounds[0]) / statistics.median(rounds[1])
     same = outputs[0]["ours"] == outputs[1]["ours"]
     print(f"\nthe transposed layout's time / nn.Linear's: {ratio:.2f}x; {'same tokens' if same else 'tokens differ'}")
+
 
 if __name__ == "__main__":
     main()

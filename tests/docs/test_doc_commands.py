@@ -205,10 +205,8 @@ class Pages:
     def shell(self, page, script):
         """``script`` run by bash in ``page``'s working directory as its blocks run (for a page
         check's own commands); the finished process, whatever its exit status."""
-        env = {**os.environ, **ENVIRONMENT, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-        env.pop("PYTHONPATH", None)
-        return subprocess.run(["bash", "-c", script], cwd=self.workspace(page), env=env, capture_output=True,
-                              text=True, timeout=BLOCK_TIMEOUT_S)
+        return subprocess.run(["bash", "-c", script], cwd=self.workspace(page), env=_environment(),
+                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
 
     def run(self, block):
         work = self.workspace(block.page)
@@ -227,11 +225,8 @@ class Pages:
             path = work / f"{stem}.py"
             path.write_text(script)
             command = [str(REPO / ".venv" / "bin" / "python"), str(path)]
-        env = {**os.environ, **ENVIRONMENT, "PET_MASTER_PORT": str(_free_port())}  # torchrun's default port
-        env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        env.pop("PYTHONPATH", None)
         try:
-            done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
+            done = subprocess.run(command, cwd=work, env=_environment(), capture_output=True, text=True,
                                   timeout=BLOCK_TIMEOUT_S)
         except subprocess.TimeoutExpired as err:
             pytest.fail(f"{block.name}: still running after {BLOCK_TIMEOUT_S} s:\n{script}\n{_tail(err.stdout)}")
@@ -243,6 +238,16 @@ class Pages:
             )
         if not setup:
             self.outputs.setdefault(block.page, []).append(done.stdout)
+
+
+def _environment():
+    """The environment a block (or a page check's command) runs in: this one with the tiny sizes
+    of :data:`ENVIRONMENT`, the repository's ``.venv/bin`` first on ``PATH``, no ``PYTHONPATH``,
+    and a free port for torchrun."""
+    env = {**os.environ, **ENVIRONMENT, "PET_MASTER_PORT": str(_free_port())}  # torchrun's default port
+    env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PYTHONPATH", None)
+    return env
 
 
 def _free_port():

@@ -437,14 +437,20 @@ def test_greedy_decoding_writes_what_gpt2_writes_on_the_same_weights(task, artic
     assert ours == theirs[:, prompt.size(1):].tolist()
 
 
-@pytest.mark.parametrize("transposed_pays", [True, False], ids=["transposed", "native"])
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 7])
-def test_the_output_layer_of_few_rows_is_the_whole_product(task, rows, transposed_pays, monkeypatch):
-    """The output layer's few-row form (``E @ x^T`` where transposed layouts pay) gives each row
-    its own logits: those of the plain product over the tied embeddings, one row to seven."""
+@pytest.fixture(params=[True, False], ids=["transposed", "native"])
+def transposed_pays(request, monkeypatch):
+    """Both decoding layouts whatever this machine is: ``transposed_layout_pays`` answering
+    ``True`` (the AVX2 machines' layout) and ``False`` (nn.Linear's)."""
     from fairseq_ext.modules import decoding_layout
 
-    monkeypatch.setattr(decoding_layout, "transposed_layout_pays", lambda: transposed_pays)
+    monkeypatch.setattr(decoding_layout, "transposed_layout_pays", lambda: request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 7])
+def test_the_output_layer_of_few_rows_is_the_whole_product(task, rows, transposed_pays):
+    """The output layer's few-row form (``E @ x^T`` where transposed layouts pay) gives each row
+    its own logits: those of the plain product over the tied embeddings, one row to seven."""
     decoder = perturb_parameters(make_model(task), seed=24).decoder
     features = torch.randn(rows, 1, decoder.embed.tokens.weight.size(1))  # (B, T, C): a step's rows
     with torch.no_grad():
@@ -458,18 +464,14 @@ def prepared(model):
     return model
 
 
-@pytest.mark.parametrize("transposed_pays", [True, False], ids=["transposed", "native"])
 @pytest.mark.parametrize("normalize_before", [False, True])
-def test_the_decoding_layout_changes_no_score(task, normalize_before, transposed_pays, monkeypatch):
+def test_the_decoding_layout_changes_no_score(task, normalize_before, transposed_pays):
     """``prepare_for_inference_`` lays the weights out for decoding's few rows (q, k, v fused; the
     widening weights transposed in memory and the output layer as ``E @ x^T`` on a machine where
     that pays, left as they are elsewhere: both layouts here, whatever this machine is) and the
     model computes what it computed: the same parameters, the same full-forward logits, greedy
     and beam-3 hypotheses and scores through fairseq's generator, steps of one and several rows
     (articles from one token up)."""
-    from fairseq_ext.modules import decoding_layout
-
-    monkeypatch.setattr(decoding_layout, "transposed_layout_pays", lambda: transposed_pays)
     model = perturb_parameters(make_model(task, normalize_before=normalize_before, ffn_embed_dim=48), seed=21)
     fast = prepared(copy.deepcopy(model))
     attention = fast.decoder.layers[0].self_attn
